@@ -1,0 +1,118 @@
+"""`accelrl` command line: train, eval, presets.
+
+    accelrl train cartpole_vtrace agent.learning_rate=1e-3 env.num_envs=512 --run-dir DIR
+    accelrl train --resume --run-dir DIR
+    accelrl eval DIR --episodes 32
+
+Configuration errors (unknown preset or key, wrong type) exit with code 2 before anything is
+created on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from accelrl.config import ConfigError, TrainConfig, apply_overrides, load_config
+
+
+def _parser() -> argparse.ArgumentParser:
+    from configs import preset_names
+
+    presets = ", ".join(preset_names())
+    parser = argparse.ArgumentParser(prog="accelrl", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser(
+        "train",
+        help="train a preset",
+        description="Train a preset, with optional key=value overrides of its config.",
+        epilog=f"presets: {presets}",
+    )
+    train.add_argument("preset", nargs="?", help=f"one of: {presets}")
+    train.add_argument(
+        "overrides", nargs="*", help="config overrides, e.g. agent.learning_rate=1e-3"
+    )
+    train.add_argument("--run-dir", type=Path, help="default: runs/<preset>-<timestamp>")
+    train.add_argument(
+        "--resume", action="store_true", help="continue --run-dir from its latest checkpoint"
+    )
+
+    evaluate = commands.add_parser("eval", help="evaluate a run's latest checkpoint")
+    evaluate.add_argument("run_dir", type=Path)
+    evaluate.add_argument("--episodes", type=int, default=10)
+    evaluate.add_argument("--seed", type=int, default=0)
+
+    commands.add_parser("presets", help="list the presets")
+    return parser
+
+
+def _resolve_train(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
+    """The config and run directory that `accelrl train` will use; touches nothing on disk."""
+    from configs import load_preset
+
+    overrides = list(args.overrides)
+    if args.preset and "=" in args.preset:
+        overrides.insert(0, args.preset)
+        args.preset = None
+    if args.resume:
+        if args.run_dir is None:
+            raise ConfigError("--resume needs --run-dir")
+        return apply_overrides(load_config(args.run_dir / "config.yaml"), overrides), args.run_dir
+    if not args.preset:
+        raise ConfigError("name a preset (see `accelrl presets`)")
+    config = apply_overrides(load_preset(args.preset), overrides)
+    run_dir = args.run_dir or Path("runs") / f"{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return config, run_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    # Overrides may come after options (`--run-dir D a.b=1`): collect the stray key=values.
+    args, extra = parser.parse_known_args(argv)
+    strays = [x for x in extra if x.startswith("-") or "=" not in x]
+    if strays or (extra and args.command != "train"):
+        parser.error(f"unrecognized arguments: {' '.join(strays or extra)}")
+    if extra:
+        args.overrides = [*args.overrides, *extra]
+    try:
+        if args.command == "presets":
+            from configs import preset_names
+
+            print("\n".join(preset_names()))
+            return 0
+        if args.command == "train":
+            config, run_dir = _resolve_train(args)
+            from accelrl.train import TrainingDiverged, train
+
+            try:
+                result = train(config, run_dir, resume=args.resume)
+            except TrainingDiverged as error:
+                print(f"accelrl: error: {error}", file=sys.stderr)
+                return 1
+            if config.eval_episodes > 0:
+                from accelrl.evaluate import evaluate_run
+
+                report = evaluate_run(run_dir, config.eval_episodes, seed=config.seed)
+                print(f"eval: mean return {report.mean_return:.2f} over {report.episodes} episodes")
+            print(f"run directory: {run_dir} ({result.env_steps:,} env steps)")
+            return 0
+        if args.command == "eval":
+            from accelrl.evaluate import evaluate_run
+
+            report = evaluate_run(args.run_dir, args.episodes, seed=args.seed)
+            print(
+                f"mean return {report.mean_return:.2f} +- {report.std_return:.2f} over "
+                f"{report.episodes} episodes (written to {args.run_dir / 'eval.json'})"
+            )
+            return 0
+    except ConfigError as error:
+        print(f"accelrl: error: {error}", file=sys.stderr)
+        return 2
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

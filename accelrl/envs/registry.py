@@ -1,0 +1,77 @@
+"""Environments by name, and the standard training stack around them."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+from accelrl.envs.base import Environment
+from accelrl.envs.cartpole import CartPole
+from accelrl.envs.catch import Catch
+from accelrl.envs.pendulum import Pendulum
+from accelrl.envs.wrappers import (
+    ActionRepeat,
+    AutoReset,
+    EpisodeStatistics,
+    NormalizeObservation,
+    TimeLimit,
+    Vectorize,
+)
+
+_REGISTRY: dict[str, Callable[..., Environment]] = {}
+
+
+def register(name: str, factory: Callable[..., Environment]) -> None:
+    """Makes `factory(**kwargs)` available as `make(name, **kwargs)`; names are unique."""
+    if name in _REGISTRY:
+        raise ValueError(f"environment {name!r} is already registered")
+    _REGISTRY[name] = factory
+
+
+def registered_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def make(name: str, **kwargs: Any) -> Environment:
+    """The bare (unwrapped, single-instance) environment registered as `name`."""
+    if name not in _REGISTRY:
+        close = difflib.get_close_matches(name, _REGISTRY, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(
+            f"unknown environment {name!r}.{hint} Known: {', '.join(registered_names())}"
+        )
+    return _REGISTRY[name](**kwargs)
+
+
+def make_training_env(
+    name: str,
+    num_envs: int,
+    *,
+    max_steps: int | None = None,
+    action_repeat: int = 1,
+    normalize_observation: bool = False,
+    env_kwargs: dict[str, Any] | None = None,
+) -> Environment:
+    """The batched, auto-resetting env a training loop steps.
+
+    ActionRepeat (if > 1) -> TimeLimit -> EpisodeStatistics -> AutoReset -> Vectorize ->
+    NormalizeObservation (if asked). `max_steps` counts agent steps (after action repeat);
+    it defaults to the env's own limit (scaled by the repeat) and TimeLimit is skipped when
+    neither exists.
+    """
+    env = make(name, **(env_kwargs or {}))
+    if action_repeat > 1:
+        env = ActionRepeat(env, action_repeat)
+    limit = max_steps if max_steps is not None else env.default_max_steps
+    if limit is not None:
+        env = TimeLimit(env, limit)
+    env = Vectorize(AutoReset(EpisodeStatistics(env)), num_envs)
+    if normalize_observation:
+        env = NormalizeObservation(env)
+    return env
+
+
+register("cartpole", CartPole)
+register("pendulum", Pendulum)
+register("catch", Catch)

@@ -1,0 +1,339 @@
+"""The fused (Anakin) training step: env stepping, acting and V-trace learning in one jit.
+
+`make_fused_trainer(config)` returns a `FusedTrainer` whose `run_chunk(state)` runs
+`iterations_per_chunk` iterations of [roll out T steps on B envs -> V-trace update] with no
+host round trip. It is compiled once with the train state donated and, on several devices,
+with the env axis sharded over a 1-D mesh: the same program then runs split across devices and
+XLA averages the gradients (the batch mean becomes an all-reduce), so results match one device.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from accelrl.config import ConfigError, TrainConfig
+from accelrl.envs import Box, Discrete, Environment, TimeStep, make_training_env
+from agents import (
+    ActorCriticAgent,
+    BoundedActions,
+    DiscreteActions,
+    Trajectory,
+    VTraceConfig,
+    make_optimizer,
+)
+from agents.learner import VTraceLearner
+
+
+class TrainState(struct.PyTreeNode):
+    """Everything needed to resume a run exactly."""
+
+    params: Any
+    opt_state: Any
+    env_state: Any
+    timestep: TimeStep  # the latest, batched; its observation is the next to act on
+    is_first: jax.Array  # [B] the observation starts an episode (resets a recurrent core)
+    carry: Any  # recurrent state of the acting network, [B, ...]
+    key: jax.Array
+    iteration: jax.Array  # completed iterations (int32)
+
+
+class ChunkMetrics(NamedTuple):
+    """Reduced on the device; one small transfer per chunk."""
+
+    episode_return_sum: jax.Array
+    episode_length_sum: jax.Array
+    episodes: jax.Array
+    loss: jax.Array
+    policy_loss: jax.Array
+    value_loss: jax.Array
+    entropy: jax.Array
+    grad_norm: jax.Array
+    learning_rate: jax.Array
+    first_nonfinite_iteration: jax.Array  # -1 when every update was finite
+
+
+class _Transition(NamedTuple):
+    observation: jax.Array
+    next_observation: jax.Array
+    is_first: jax.Array
+    action: jax.Array
+    behaviour_log_prob: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    episode_return: jax.Array
+    episode_length: jax.Array
+
+
+def make_agent(config: TrainConfig, env: Environment) -> ActorCriticAgent:
+    """The actor-critic for `env`'s spaces, shaped by `config.agent`."""
+    space = env.action_space
+    if isinstance(space, Discrete):
+        actions = DiscreteActions(space.num_values)
+    elif isinstance(space, Box) and space.bounded and len(space.shape) == 1:
+        actions = BoundedActions(tuple(space.low.tolist()), tuple(space.high.tolist()))
+    else:
+        raise ConfigError(f"env {config.env.name!r}: unsupported action space {space}")
+    agent_cfg = config.agent
+    return ActorCriticAgent(
+        obs_shape=tuple(env.observation_space.shape),
+        actions=actions,
+        hidden_sizes=tuple(agent_cfg.hidden_sizes),
+        activation=agent_cfg.activation,
+        lstm_size=agent_cfg.lstm_size,
+    )
+
+
+def vtrace_config(config: TrainConfig) -> VTraceConfig:
+    a = config.agent
+    return VTraceConfig(
+        discount=a.discount,
+        lambda_=a.trace_lambda,
+        clip_rho=a.clip_rho,
+        clip_pg_rho=a.clip_pg_rho,
+        baseline_cost=a.baseline_cost,
+        entropy_cost=a.entropy_cost,
+    )
+
+
+def init_state(
+    env: Environment, agent: ActorCriticAgent, learner: VTraceLearner, key: jax.Array
+) -> TrainState:
+    """A fresh train state: new parameters, envs just reset."""
+    param_key, env_key, key = jax.random.split(key, 3)
+    params = agent.init(param_key)
+    env_state, timestep = env.reset(env_key)
+    num_envs = timestep.reward.shape[0]
+    return TrainState(
+        params=params,
+        opt_state=learner.init(params),
+        env_state=env_state,
+        timestep=timestep,
+        is_first=jnp.ones((num_envs,), bool),
+        carry=agent.initial_carry(num_envs),
+        key=key,
+        iteration=jnp.zeros((), jnp.int32),
+    )
+
+
+def steps_per_iteration(config: TrainConfig) -> int:
+    """Environment steps per iteration, counting action repeats."""
+    return config.env.num_envs * config.agent.unroll_length * config.env.action_repeat
+
+
+def num_chunks(config: TrainConfig) -> int:
+    """Chunks that cover total_env_steps (rounded up to whole chunks)."""
+    per_chunk = steps_per_iteration(config) * config.iterations_per_chunk
+    return math.ceil(config.total_env_steps / per_chunk)
+
+
+@dataclass(frozen=True)
+class FusedTrainer:
+    """Builds the train state and runs chunks of fused iterations."""
+
+    config: TrainConfig
+    env: Environment
+    agent: ActorCriticAgent
+    learner: VTraceLearner
+    schedule: Any
+    mesh: Mesh
+    state_sharding: Any
+
+    @property
+    def steps_per_chunk(self) -> int:
+        return steps_per_iteration(self.config) * self.config.iterations_per_chunk
+
+    def init(self, key: jax.Array) -> TrainState:
+        """A fresh train state, placed on the mesh."""
+        init = lambda k: init_state(self.env, self.agent, self.learner, k)
+        return jax.jit(init, out_shardings=self.state_sharding)(key)
+
+    def compile_chunk(self, state: TrainState) -> Any:
+        """AOT-compile `run_chunk` for `state`'s shapes (donating the state)."""
+        replicated = NamedSharding(self.mesh, PartitionSpec())
+        jitted = jax.jit(
+            self.run_chunk,
+            in_shardings=(self.state_sharding,),
+            out_shardings=(self.state_sharding, replicated),
+            donate_argnums=0,
+        )
+        return jitted.lower(state).compile()
+
+    def run_chunk(self, state: TrainState) -> tuple[TrainState, ChunkMetrics]:
+        """`iterations_per_chunk` fused iterations; pure, for jit."""
+        start = state.iteration
+        state, per_iteration = jax.lax.scan(
+            self._iteration, state, None, length=self.config.iterations_per_chunk
+        )
+        returns, lengths, episodes, update, finite = per_iteration
+        bad = jnp.logical_not(finite)
+        first_bad = jnp.where(jnp.any(bad), start + jnp.argmax(bad), -1)
+        means = jax.tree.map(jnp.mean, update)
+        metrics = ChunkMetrics(
+            episode_return_sum=returns.sum(),
+            episode_length_sum=lengths.sum(),
+            episodes=episodes.sum(),
+            loss=means.loss,
+            policy_loss=means.policy_loss,
+            value_loss=means.value_loss,
+            entropy=means.entropy,
+            grad_norm=means.grad_norm,
+            learning_rate=jnp.asarray(self.schedule(self._update_count(state.iteration)), float),
+            first_nonfinite_iteration=first_bad.astype(jnp.int32),
+        )
+        return state, metrics
+
+    def _update_count(self, iteration: jax.Array) -> jax.Array:
+        a = self.config.agent
+        return iteration * a.num_epochs * a.num_minibatches
+
+    def _iteration(self, state: TrainState, _: None) -> tuple[TrainState, tuple]:
+        initial_carry = state.carry
+        state, transitions = self._rollout(state)
+        traj = Trajectory(
+            observation=transitions.observation,
+            next_observation=transitions.next_observation,
+            is_first=transitions.is_first,
+            action=transitions.action,
+            behaviour_log_prob=transitions.behaviour_log_prob,
+            reward=transitions.reward * self.config.agent.reward_scale,
+            terminated=transitions.terminated,
+            truncated=transitions.truncated,
+            initial_carry=initial_carry,
+        )
+        key, update_key = jax.random.split(state.key)
+        params, opt_state, update = self.learner.update(
+            state.params, state.opt_state, traj, update_key
+        )
+        done = jnp.logical_or(transitions.terminated, transitions.truncated)
+        episode_stats = (
+            jnp.sum(jnp.where(done, transitions.episode_return, 0.0)),
+            jnp.sum(jnp.where(done, transitions.episode_length, 0)),
+            jnp.sum(done),
+        )
+        state = state.replace(
+            params=params, opt_state=opt_state, key=key, iteration=state.iteration + 1
+        )
+        finite = update.finite
+        return state, (*episode_stats, update._replace(finite=()), finite)
+
+    def _rollout(self, state: TrainState) -> tuple[TrainState, _Transition]:
+        params = state.params
+
+        def step(state: TrainState, _: None) -> tuple[TrainState, _Transition]:
+            key, act_key = jax.random.split(state.key)
+            carry, out = self.agent.act(
+                params, state.carry, state.timestep.observation, state.is_first, act_key
+            )
+            env_state, timestep = self.env.step(state.env_state, out.env_action)
+            transition = _Transition(
+                observation=state.timestep.observation,
+                next_observation=timestep.info["final_observation"],
+                is_first=state.is_first,
+                action=out.action,
+                behaviour_log_prob=out.log_prob,
+                reward=timestep.reward,
+                terminated=timestep.terminated,
+                truncated=timestep.truncated,
+                episode_return=timestep.info["episode_return"],
+                episode_length=timestep.info["episode_length"],
+            )
+            state = state.replace(
+                env_state=env_state,
+                timestep=timestep,
+                is_first=timestep.done,
+                carry=carry,
+                key=key,
+            )
+            return state, transition
+
+        return jax.lax.scan(step, state, None, length=self.config.agent.unroll_length)
+
+
+def _env_batch_axes(config: TrainConfig) -> Any:
+    """Per env-state leaf: True where the leading axis is the env axis.
+
+    Found by comparing the state's shapes at two batch sizes, so wrappers that keep shared
+    (unbatched) statistics, like observation normalisation, are recognised without special cases.
+    """
+
+    def shapes(num_envs: int) -> Any:
+        env = _make_env(config, num_envs)
+        return jax.eval_shape(env.reset, jax.random.PRNGKey(0))
+
+    one, two = shapes(config.env.num_envs), shapes(2 * config.env.num_envs)
+    return jax.tree.map(lambda a, b: a.shape[:1] != b.shape[:1], one, two)
+
+
+def _make_env(config: TrainConfig, num_envs: int) -> Environment:
+    e = config.env
+    return make_training_env(
+        e.name,
+        num_envs,
+        max_steps=e.max_steps,
+        action_repeat=e.action_repeat,
+        normalize_observation=e.normalize_observation,
+    )
+
+
+def make_mesh(num_envs: int, devices: Sequence[jax.Device] | None = None) -> Mesh:
+    """A 1-D mesh named "envs" over `devices` (default: every device of every host)."""
+    devices = np.asarray(jax.devices() if devices is None else devices)
+    if num_envs % devices.size:
+        raise ConfigError(
+            f"env.num_envs={num_envs} must divide by the number of devices ({devices.size})"
+        )
+    return Mesh(devices, ("envs",))
+
+
+def make_fused_trainer(
+    config: TrainConfig, devices: Sequence[jax.Device] | None = None
+) -> FusedTrainer:
+    """Assemble env, agent, optimiser and shardings for `config` on `devices` (default all)."""
+    a = config.agent
+    mesh = make_mesh(config.env.num_envs, devices)
+    per_device = config.env.num_envs // mesh.size
+    if per_device % a.num_minibatches:
+        raise ConfigError(
+            f"envs per device ({per_device}) must divide by agent.num_minibatches "
+            f"({a.num_minibatches})"
+        )
+    env = _make_env(config, config.env.num_envs)
+    agent = make_agent(config, env)
+    total_iterations = num_chunks(config) * config.iterations_per_chunk
+    optimizer, schedule = make_optimizer(
+        learning_rate=a.learning_rate,
+        max_grad_norm=a.max_grad_norm,
+        schedule=a.lr_schedule,
+        total_updates=total_iterations * a.num_epochs * a.num_minibatches,
+    )
+    learner = VTraceLearner(
+        agent, optimizer, vtrace_config(config), a.num_epochs, a.num_minibatches
+    )
+
+    sharded = NamedSharding(mesh, PartitionSpec("envs"))
+    replicated = NamedSharding(mesh, PartitionSpec())
+    batch_axes = _env_batch_axes(config)
+    pick = lambda is_batched: sharded if is_batched else replicated
+    abstract = jax.eval_shape(lambda k: init_state(env, agent, learner, k), jax.random.PRNGKey(0))
+    env_part = jax.tree.map(pick, batch_axes)
+    state_sharding = TrainState(
+        params=jax.tree.map(lambda _: replicated, abstract.params),
+        opt_state=jax.tree.map(lambda _: replicated, abstract.opt_state),
+        env_state=env_part[0],
+        timestep=env_part[1],
+        is_first=sharded,
+        carry=jax.tree.map(lambda _: sharded, abstract.carry),
+        key=replicated,
+        iteration=replicated,
+    )
+    return FusedTrainer(config, env, agent, learner, schedule, mesh, state_sharding)

@@ -1,0 +1,141 @@
+"""The host loop: compile once, then run chunks of fused iterations, logging and checkpointing
+between them. Nothing here runs per environment step."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from accelrl.checkpoint import Checkpointer
+from accelrl.config import TrainConfig, save_config
+from accelrl.fused import ChunkMetrics, TrainState, make_fused_trainer, num_chunks
+from accelrl.logger import Progress, RunLogger
+
+
+class TrainingDiverged(RuntimeError):
+    """Loss or gradients became non-finite; the last good checkpoint is left intact."""
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    state: TrainState
+    env_steps: int
+    compile_seconds: float
+    train_seconds: float
+    recent_return: float | None
+
+
+def _summaries(metrics: ChunkMetrics, elapsed: float, steps: int) -> dict[str, float]:
+    m = jax.tree.map(np.asarray, metrics)
+    values = {
+        "charts/SPS": steps / max(elapsed, 1e-9),
+        "charts/learning_rate": float(m.learning_rate),
+        "losses/loss": float(m.loss),
+        "losses/policy_loss": float(m.policy_loss),
+        "losses/value_loss": float(m.value_loss),
+        "losses/entropy": float(m.entropy),
+        "losses/grad_norm": float(m.grad_norm),
+    }
+    if int(m.episodes) > 0:
+        values["charts/episodic_return"] = float(m.episode_return_sum) / int(m.episodes)
+        values["charts/episodic_length"] = float(m.episode_length_sum) / int(m.episodes)
+    return values
+
+
+def train(
+    config: TrainConfig,
+    run_dir: Path,
+    resume: bool = False,
+    max_chunks: int | None = None,
+    progress: Progress | None = None,
+) -> TrainResult:
+    """Train `config` in `run_dir` (created if needed), or continue it with `resume`.
+
+    `max_chunks` stops this call after that many chunks (the run can be resumed later).
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    progress = progress or Progress()
+    if config.distributed:
+        jax.distributed.initialize()
+    save_config(config, run_dir / "config.yaml")
+
+    trainer = make_fused_trainer(config)
+    checkpointer = Checkpointer(run_dir / "checkpoints", keep=config.keep_checkpoints)
+    state = trainer.init(jax.random.PRNGKey(config.seed))
+    if resume:
+        state = checkpointer.restore_latest(state)
+    start_iteration = int(state.iteration)
+    k = config.iterations_per_chunk
+    first_chunk, last_chunk = start_iteration // k, num_chunks(config)
+    if max_chunks is not None:
+        last_chunk = min(last_chunk, first_chunk + max_chunks)
+    steps_per_iteration = trainer.steps_per_chunk // k
+
+    devices = jax.devices()
+    progress.line(
+        f"accelrl: {config.env.name}, {config.env.num_envs} envs x {config.agent.unroll_length} "
+        f"steps x {k} iterations per chunk on {len(devices)} {devices[0].platform} device(s)"
+        + (f", resuming at env step {start_iteration * steps_per_iteration:,}" if resume else ""),
+        force=True,
+    )
+    progress.line("compiling...", force=True)
+    started = time.perf_counter()
+    run_chunk = trainer.compile_chunk(state)
+    compile_seconds = time.perf_counter() - started
+    progress.line(f"compiled in {compile_seconds:.1f} s", force=True)
+
+    logger = RunLogger(
+        run_dir, purge_step=start_iteration * steps_per_iteration if resume else None
+    )
+    train_started = time.perf_counter()
+    recent_return = None
+    try:
+        for chunk in range(first_chunk, last_chunk):
+            chunk_started = time.perf_counter()
+            state, metrics = run_chunk(state)
+            metrics = jax.device_get(metrics)
+            _stop_if_diverged(metrics, run_dir)
+            env_steps = int(state.iteration) * steps_per_iteration
+            values = _summaries(
+                metrics, time.perf_counter() - chunk_started, trainer.steps_per_chunk
+            )
+            logger.scalars(env_steps, values)
+            recent_return = values.get("charts/episodic_return", recent_return)
+            is_last = chunk == last_chunk - 1
+            if is_last or (chunk + 1) % config.checkpoint_every_chunks == 0:
+                checkpointer.save(int(state.iteration), state)
+            progress.line(_progress_text(env_steps, config, values, recent_return), force=is_last)
+    finally:
+        logger.close()
+        checkpointer.close()
+    train_seconds = time.perf_counter() - train_started
+    env_steps = int(state.iteration) * steps_per_iteration
+    sps = (env_steps - start_iteration * steps_per_iteration) / max(train_seconds, 1e-9)
+    progress.line(f"done: {env_steps:,} env steps, {sps:,.0f} SPS after compile", force=True)
+    return TrainResult(state, env_steps, compile_seconds, train_seconds, recent_return)
+
+
+def _stop_if_diverged(metrics: ChunkMetrics, run_dir: Path) -> None:
+    bad = int(metrics.first_nonfinite_iteration)
+    if bad >= 0:
+        raise TrainingDiverged(
+            f"non-finite loss or gradients at iteration {bad}; training stopped. The last good "
+            f"checkpoint in {run_dir / 'checkpoints'} is intact."
+        )
+
+
+def _progress_text(
+    env_steps: int, config: TrainConfig, values: dict[str, float], recent: float | None
+) -> str:
+    total = config.total_env_steps
+    ret = "   n/a" if recent is None else f"{recent:8.2f}"
+    return (
+        f"step {env_steps:>12,} / {total:,} ({100 * min(env_steps / total, 1):5.1f}%)"
+        f" | SPS {values['charts/SPS']:>10,.0f} | return {ret}"
+        f" | loss {values['losses/loss']:.3f}"
+    )

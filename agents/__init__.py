@@ -1,0 +1,38 @@
+"""Agents: distributions, networks, actor-critic acting and V-trace learning on plain arrays."""
+
+from agents.actor_critic import (
+    ActorCriticAgent,
+    ActOutput,
+    BoundedActions,
+    DiscreteActions,
+    UnrollOutput,
+)
+from agents.distributions import Categorical, TanhGaussian
+from agents.networks import ActorCritic
+from agents.optim import make_optimizer
+from agents.vtrace import (
+    LossMetrics,
+    Trajectory,
+    VTraceConfig,
+    VTraceReturns,
+    vtrace_loss,
+    vtrace_returns,
+)
+
+__all__ = [
+    "ActOutput",
+    "ActorCritic",
+    "ActorCriticAgent",
+    "BoundedActions",
+    "Categorical",
+    "DiscreteActions",
+    "LossMetrics",
+    "TanhGaussian",
+    "Trajectory",
+    "UnrollOutput",
+    "VTraceConfig",
+    "VTraceReturns",
+    "make_optimizer",
+    "vtrace_loss",
+    "vtrace_returns",
+]

@@ -1,0 +1,168 @@
+"""Actor-critic agent: acting on batches and unrolling over trajectories.
+
+The agent takes plain sizes (observation shape, number of actions or action bounds), owns the
+network, and exposes pure, jittable functions of a flax params pytree. It is hashable, so it can
+be a static argument of jit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agents.distributions import Categorical, TanhGaussian
+from agents.networks import ActorCritic, Carry
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscreteActions:
+    """`num_actions` integer actions 0..n-1."""
+
+    num_actions: int
+
+    def __post_init__(self) -> None:
+        if self.num_actions < 1:
+            raise ValueError(f"num_actions must be >= 1, got {self.num_actions}")
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundedActions:
+    """Continuous actions in the box `[low, high]` (finite, low < high); stored as float tuples."""
+
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        low = tuple(float(v) for v in np.ravel(self.low))
+        high = tuple(float(v) for v in np.ravel(self.high))
+        if len(low) != len(high) or not low:
+            raise ValueError(f"low and high must be non-empty and of equal size: {low}, {high}")
+        pairs = zip(low, high, strict=True)
+        if not all(math.isfinite(a) and math.isfinite(b) and a < b for a, b in pairs):
+            raise ValueError(f"bounds must be finite with low < high: {low}, {high}")
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+
+
+class ActOutput(NamedTuple):
+    """One acting step for a batch of B environments."""
+
+    action: chex.Array  # raw action [B, ...], stored for learning
+    env_action: chex.Array  # what the environment receives [B, ...]
+    log_prob: chex.Array  # [B] log-probability of `action` under the acting policy
+    value: chex.Array  # [B]
+
+
+class UnrollOutput(NamedTuple):
+    """Network outputs over a time-major trajectory."""
+
+    dist_params: Any  # [T, B, ...] pytree, see ActorCritic
+    values: chex.Array  # [T, B] V(observation[t])
+    next_values: chex.Array  # [T, B] V(next_observation[t]) with the carry after observation[t]
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorCriticAgent:
+    """Actor-critic with a Categorical or TanhGaussian policy and an optional LSTM core."""
+
+    obs_shape: tuple[int, ...]
+    actions: DiscreteActions | BoundedActions
+    hidden_sizes: Sequence[int] = (64, 64)
+    activation: str = "tanh"
+    lstm_size: int | None = None
+    network: ActorCritic = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "obs_shape", tuple(int(d) for d in self.obs_shape))
+        object.__setattr__(self, "hidden_sizes", tuple(int(h) for h in self.hidden_sizes))
+        discrete = isinstance(self.actions, DiscreteActions)
+        action_dim = self.actions.num_actions if discrete else len(self.actions.low)
+        network = ActorCritic(
+            action_dim=action_dim,
+            discrete=discrete,
+            hidden_sizes=self.hidden_sizes,
+            activation=self.activation,
+            lstm_size=self.lstm_size,
+        )
+        object.__setattr__(self, "network", network)
+
+    def init(self, key: chex.PRNGKey) -> Any:
+        """Initial params pytree."""
+        obs = jnp.zeros((1, *self.obs_shape), jnp.float32)
+        is_first = jnp.ones((1,), bool)
+        return self.network.init(key, self.initial_carry(1), obs, is_first)
+
+    def initial_carry(self, batch_size: int) -> Carry:
+        """Zero recurrent state for `batch_size` environments (`()` without an LSTM)."""
+        return self.network.initial_carry(batch_size)
+
+    def distribution(self, dist_params: Any) -> Categorical | TanhGaussian:
+        """Policy distribution from network outputs of any leading shape."""
+        if isinstance(self.actions, DiscreteActions):
+            return Categorical(dist_params)
+        loc, log_scale = dist_params
+        low = jnp.asarray(self.actions.low, jnp.float32)
+        high = jnp.asarray(self.actions.high, jnp.float32)
+        return TanhGaussian(loc, log_scale, low, high)
+
+    def act(
+        self,
+        params: Any,
+        carry: Carry,
+        obs: chex.Array,
+        is_first: chex.Array,
+        key: chex.PRNGKey,
+        deterministic: bool = False,
+    ) -> tuple[Carry, ActOutput]:
+        """One step for a batch: samples (or takes the mode when `deterministic`)."""
+        chex.assert_shape(obs, (None, *self.obs_shape))
+        carry, (dist_params, value) = self.network.apply(params, carry, obs, is_first)
+        dist = self.distribution(dist_params)
+        action = dist.mode() if deterministic else dist.sample(key)
+        out = ActOutput(action, dist.to_env(action), dist.log_prob(action), value)
+        return carry, out
+
+    def unroll(
+        self,
+        params: Any,
+        carry0: Carry,
+        observation: chex.Array,
+        next_observation: chex.Array,
+        is_first: chex.Array,
+    ) -> UnrollOutput:
+        """Network outputs over `[T, B]` time-major inputs, starting from `carry0`.
+
+        With an LSTM this scans over time and, at each t, takes one extra core step on
+        next_observation[t] whose carry is discarded. Without one, the time steps are
+        independent, so both observation sets go through the network as one `[T*B]` batch.
+        """
+        chex.assert_shape(observation, (None, None, *self.obs_shape))
+        chex.assert_equal_shape([observation, next_observation])
+        chex.assert_shape(is_first, observation.shape[:2])
+
+        if self.lstm_size is None:
+            t, b = is_first.shape
+            obs = jnp.concatenate([observation, next_observation])
+            obs = obs.reshape(2 * t * b, *self.obs_shape)
+            first = jnp.zeros(2 * t * b, bool)
+            _, (dist_params, values) = self.network.apply(params, (), obs, first)
+            dist_params = jax.tree.map(lambda x: x[: t * b].reshape(t, b, -1), dist_params)
+            values = values.reshape(2, t, b)
+            return UnrollOutput(dist_params, values[0], values[1])
+
+        def step(carry: Carry, xs: tuple) -> tuple[Carry, tuple]:
+            obs, next_obs, first = xs
+            carry, (dist_params, value) = self.network.apply(params, carry, obs, first)
+            not_first = jnp.zeros_like(first)
+            _, (_, next_value) = self.network.apply(params, carry, next_obs, not_first)
+            return carry, (dist_params, value, next_value)
+
+        _, outs = jax.lax.scan(step, carry0, (observation, next_observation, is_first))
+        return UnrollOutput(*outs)

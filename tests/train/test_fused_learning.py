@@ -1,0 +1,25 @@
+"""Learning happens: fixed seeds, CPU-sized budgets, thresholds on the deterministic policy."""
+
+import pytest
+
+from accelrl.config import apply_overrides
+from accelrl.evaluate import evaluate
+from accelrl.train import train
+from configs import load_preset
+
+
+@pytest.mark.parametrize(
+    "preset, overrides, threshold",
+    [
+        ("cartpole_vtrace", ["total_env_steps=300000"], 475.0),
+        ("catch_vtrace", ["total_env_steps=60000"], 0.9),
+        ("pendulum_vtrace", [], -250.0),
+    ],
+)
+def test_learns(tmp_path, preset, overrides, threshold):
+    config = apply_overrides(load_preset(preset), [*overrides, "eval_episodes=0"])
+    result = train(config, tmp_path)
+    obs_stats = result.state.env_state.stats if config.env.normalize_observation else None
+    report = evaluate(config, result.state.params, episodes=64, seed=1, obs_stats=obs_stats)
+    assert report.episodes == 64
+    assert report.mean_return >= threshold, report
