@@ -65,6 +65,8 @@ class AgentConfig:
     """Weight of the value loss."""
     entropy_cost: float = 0.01
     """Weight of the entropy bonus."""
+    normalize_advantages: bool = False
+    """Standardise policy-gradient advantages per minibatch (PPO practice)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class TrainConfig:
 
     env: EnvConfig = field(default_factory=EnvConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
+    algorithm: str = "vtrace"
+    """Learner of the fused step: vtrace."""
     seed: int = 0
     """Seeds parameters, environments and acting."""
     total_env_steps: int = 500_000
@@ -87,6 +91,9 @@ class TrainConfig:
     """Deterministic-policy episodes evaluated at the end of training (0: none)."""
     distributed: bool = False
     """Call jax.distributed.initialize() first (multi-host; see README)."""
+
+
+ALGORITHMS = ("vtrace",)
 
 
 class ConfigError(ValueError):
@@ -112,6 +119,10 @@ def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
 def validate(config: TrainConfig) -> None:
     """Check the relations between fields that types alone do not capture."""
     checks = [
+        (
+            config.algorithm in ALGORITHMS,
+            f"algorithm {config.algorithm!r} is not one of {ALGORITHMS}",
+        ),
         (config.env.num_envs > 0, "env.num_envs must be positive"),
         (config.env.action_repeat >= 1, "env.action_repeat must be at least 1"),
         (config.agent.unroll_length > 0, "agent.unroll_length must be positive"),

@@ -47,18 +47,17 @@ class TrainState(struct.PyTreeNode):
 
 
 class ChunkMetrics(NamedTuple):
-    """Reduced on the device; one small transfer per chunk."""
+    """What every fused trainer reports per chunk, reduced on the device (one small transfer).
+
+    `losses` are chunk means logged as `losses/<name>`; their names depend on the algorithm.
+    """
 
     episode_return_sum: jax.Array
     episode_length_sum: jax.Array
     episodes: jax.Array
-    loss: jax.Array
-    policy_loss: jax.Array
-    value_loss: jax.Array
-    entropy: jax.Array
-    grad_norm: jax.Array
     learning_rate: jax.Array
     first_nonfinite_iteration: jax.Array  # -1 when every update was finite
+    losses: dict[str, jax.Array]
 
 
 class _Transition(NamedTuple):
@@ -102,6 +101,7 @@ def vtrace_config(config: TrainConfig) -> VTraceConfig:
         clip_pg_rho=a.clip_pg_rho,
         baseline_cost=a.baseline_cost,
         entropy_cost=a.entropy_cost,
+        normalize_advantages=a.normalize_advantages,
     )
 
 
@@ -182,13 +182,9 @@ class FusedTrainer:
             episode_return_sum=returns.sum(),
             episode_length_sum=lengths.sum(),
             episodes=episodes.sum(),
-            loss=means.loss,
-            policy_loss=means.policy_loss,
-            value_loss=means.value_loss,
-            entropy=means.entropy,
-            grad_norm=means.grad_norm,
             learning_rate=jnp.asarray(self.schedule(self._update_count(state.iteration)), float),
             first_nonfinite_iteration=first_bad.astype(jnp.int32),
+            losses=means,
         )
         return state, metrics
 
@@ -223,8 +219,8 @@ class FusedTrainer:
         state = state.replace(
             params=params, opt_state=opt_state, key=key, iteration=state.iteration + 1
         )
-        finite = update.finite
-        return state, (*episode_stats, update._replace(finite=()), finite)
+        losses = {k: v for k, v in update._asdict().items() if k != "finite"}
+        return state, (*episode_stats, losses, update.finite)
 
     def _rollout(self, state: TrainState) -> tuple[TrainState, _Transition]:
         params = state.params

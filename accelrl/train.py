@@ -34,11 +34,7 @@ def _summaries(metrics: ChunkMetrics, elapsed: float, steps: int) -> dict[str, f
     values = {
         "charts/SPS": steps / max(elapsed, 1e-9),
         "charts/learning_rate": float(m.learning_rate),
-        "losses/loss": float(m.loss),
-        "losses/policy_loss": float(m.policy_loss),
-        "losses/value_loss": float(m.value_loss),
-        "losses/entropy": float(m.entropy),
-        "losses/grad_norm": float(m.grad_norm),
+        **{f"losses/{name}": float(value) for name, value in m.losses.items()},
     }
     if int(m.episodes) > 0:
         values["charts/episodic_return"] = float(m.episode_return_sum) / int(m.episodes)

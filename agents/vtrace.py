@@ -37,6 +37,9 @@ class VTraceConfig:
     """Weight of the value loss in the total loss."""
     entropy_cost: float = 0.01
     """Weight of the entropy bonus (subtracted from the total loss)."""
+    normalize_advantages: bool = False
+    """Standardise the pg advantages over the (mini)batch, as PPO implementations do; makes the
+    policy step independent of the reward scale (helps continuous control)."""
 
 
 class Trajectory(NamedTuple):
@@ -139,7 +142,10 @@ def vtrace_loss(
         cfg,
     )
     entropy = jnp.mean(dist.entropy() if isinstance(dist, Categorical) else dist.entropy(key))
-    policy_loss = -jnp.mean(log_prob * returns.pg_advantages)
+    advantages = returns.pg_advantages
+    if cfg.normalize_advantages:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    policy_loss = -jnp.mean(log_prob * advantages)
     value_loss = 0.5 * jnp.mean(jnp.square(returns.vs - out.values))
     loss = policy_loss + cfg.baseline_cost * value_loss - cfg.entropy_cost * entropy
     metrics = LossMetrics(
