@@ -94,17 +94,19 @@ class VTraceLearner:
             )
             return (keep(new_params, flat_params), keep(new_opt_state, opt_state)), metrics
 
-        def epoch(carry: tuple, key: jax.Array) -> tuple[tuple, UpdateMetrics]:
-            flat_params, opt_state = carry
-            order_key, loss_key = jax.random.split(key)
-            order = jax.random.permutation(order_key, self.num_minibatches)
+        def epoch(carry: tuple, xs: tuple) -> tuple[tuple, UpdateMetrics]:
+            order, keys = xs
             shuffled = jax.tree.map(lambda x: jnp.take(x, order, axis=0), minibatches)
-            keys = jax.random.split(loss_key, self.num_minibatches)
-            return jax.lax.scan(minibatch_step, (flat_params, opt_state), (shuffled, keys))
+            return jax.lax.scan(minibatch_step, carry, (shuffled, keys))
 
+        # All randomness drawn up front: each PRNG call site inside the scans costs compile time.
+        order_key, loss_key = jax.random.split(key)
+        shape = (self.num_epochs, self.num_minibatches)
+        orders = jnp.argsort(jax.random.uniform(order_key, shape), axis=1)
+        loss_keys = jax.random.split(loss_key, shape)
         minibatches = split_minibatches(traj, self.num_minibatches)
         (flat_params, opt_state), metrics = jax.lax.scan(
-            epoch, (flat_params, opt_state), jax.random.split(key, self.num_epochs)
+            epoch, (flat_params, opt_state), (orders, loss_keys)
         )
         means = jax.tree.map(jnp.mean, metrics._replace(finite=()))
         return unravel(flat_params), opt_state, means._replace(finite=jnp.all(metrics.finite))
