@@ -4,7 +4,9 @@ The cache starts empty for every session (each test still compiles for real the 
 tests that rebuild an identical training step (resume, evaluation) then reuse it.
 """
 
+import atexit
 import os
+import shutil
 import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -12,4 +14,6 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 
 if jax.config.jax_compilation_cache_dir is None:
-    jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="accelrl-xla-"))
+    _cache = tempfile.mkdtemp(prefix="accelrl-xla-")
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
+    jax.config.update("jax_compilation_cache_dir", _cache)
