@@ -141,7 +141,9 @@ class ActorCriticAgent:
 
         With an LSTM this scans over time and, at each t, takes one extra core step on
         next_observation[t] whose carry is discarded. Without one, the time steps are
-        independent, so both observation sets go through the network as one `[T*B]` batch.
+        independent and each observation set goes through the network as one `[T*B]` batch.
+        `next_values` are bootstrap targets and carry no gradient (so no backward pass is
+        spent on them).
         """
         chex.assert_shape(observation, (None, None, *self.obs_shape))
         chex.assert_equal_shape([observation, next_observation])
@@ -149,20 +151,20 @@ class ActorCriticAgent:
 
         if self.lstm_size is None:
             t, b = is_first.shape
-            obs = jnp.concatenate([observation, next_observation])
-            obs = obs.reshape(2 * t * b, *self.obs_shape)
-            first = jnp.zeros(2 * t * b, bool)
-            _, (dist_params, values) = self.network.apply(params, (), obs, first)
-            dist_params = jax.tree.map(lambda x: x[: t * b].reshape(t, b, -1), dist_params)
-            values = values.reshape(2, t, b)
-            return UnrollOutput(dist_params, values[0], values[1])
+            flat = lambda x: x.reshape(t * b, *self.obs_shape)
+            first = jnp.zeros(t * b, bool)
+            _, (dist_params, values) = self.network.apply(params, (), flat(observation), first)
+            _, (_, next_values) = self.network.apply(params, (), flat(next_observation), first)
+            dist_params = jax.tree.map(lambda x: x.reshape(t, b, -1), dist_params)
+            next_values = jax.lax.stop_gradient(next_values)
+            return UnrollOutput(dist_params, values.reshape(t, b), next_values.reshape(t, b))
 
         def step(carry: Carry, xs: tuple) -> tuple[Carry, tuple]:
             obs, next_obs, first = xs
             carry, (dist_params, value) = self.network.apply(params, carry, obs, first)
             not_first = jnp.zeros_like(first)
             _, (_, next_value) = self.network.apply(params, carry, next_obs, not_first)
-            return carry, (dist_params, value, next_value)
+            return carry, (dist_params, value, jax.lax.stop_gradient(next_value))
 
         _, outs = jax.lax.scan(step, carry0, (observation, next_observation, is_first))
         return UnrollOutput(*outs)

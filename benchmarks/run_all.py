@@ -1,0 +1,82 @@
+"""Run every benchmark in benchmarks/ and collect their markdown into results/SUMMARY.md.
+
+    .venv/bin/python benchmarks/run_all.py            # what `make bench` runs
+    .venv/bin/python benchmarks/run_all.py --quick    # smoke: passes --quick to each
+
+A benchmark is any `benchmarks/*.py` (other than common.py and this file) that defines a
+top-level `main()`. Each runs in its own subprocess, so one failing does not stop the rest;
+the exit status is non-zero if any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+RESULTS_DIR = BENCH_DIR / "results"
+SKIP = {"common.py", "run_all.py"}
+
+
+def discover() -> list[Path]:
+    """benchmarks/*.py with a top-level `def main`, found without importing them."""
+    found = []
+    for path in sorted(BENCH_DIR.glob("*.py")):
+        if path.name in SKIP or path.name.startswith("_"):
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        if any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body):
+            found.append(path)
+    return found
+
+
+def write_summary(outcomes: list[tuple[str, int, float]], quick: bool) -> Path:
+    lines = ["# Benchmark results", ""]
+    lines += [
+        "Written by `make bench` (`benchmarks/run_all.py`); each section below is one "
+        "`results/*.md`. See benchmarks/README.md for what each benchmark measures.",
+        "",
+    ]
+    if outcomes:
+        lines += ["| benchmark | status | wall s |", "|---|---|---|"]
+        for name, code, seconds in outcomes:
+            status = "ok" if code == 0 else f"FAILED (exit {code})"
+            lines.append(f"| {name} | {status} | {seconds:.0f} |")
+        lines.append("")
+    for md in sorted(RESULTS_DIR.glob("*.md")):
+        if md.name == "SUMMARY.md" or (md.stem.endswith("_quick") and not quick):
+            continue
+        lines += [f"<!-- {md.name} -->", md.read_text().rstrip(), ""]
+    path = RESULTS_DIR / "SUMMARY.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="pass --quick to every benchmark")
+    parser.add_argument("names", nargs="*", help="only these benchmarks (file stems)")
+    args = parser.parse_args(argv)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    scripts = [p for p in discover() if not args.names or p.stem in args.names]
+    outcomes = []
+    for script in scripts:
+        print(f"=== {script.stem}", flush=True)
+        started = time.perf_counter()
+        command = [sys.executable, str(script)] + (["--quick"] if args.quick else [])
+        code = subprocess.run(command, cwd=BENCH_DIR.parent).returncode
+        seconds = time.perf_counter() - started
+        outcomes.append((script.stem, code, seconds))
+        print(f"=== {script.stem}: {'ok' if code == 0 else f'exit {code}'} in {seconds:.0f} s",
+              flush=True)
+    summary = write_summary(outcomes, args.quick)
+    print(f"wrote {summary}")
+    return 0 if all(code == 0 for _, code, _ in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
