@@ -4,6 +4,7 @@ between them. Nothing here runs per environment step."""
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,28 +63,34 @@ def train(
 
     trainer = make_fused_trainer(config)
     checkpointer = Checkpointer(run_dir / "checkpoints", keep=config.keep_checkpoints)
-    state = trainer.init(jax.random.PRNGKey(config.seed))
-    if resume:
-        state = checkpointer.restore_latest(state)
-    start_iteration = int(state.iteration)
+    key = jax.random.PRNGKey(config.seed)
     k = config.iterations_per_chunk
-    first_chunk, last_chunk = start_iteration // k, num_chunks(config)
-    if max_chunks is not None:
-        last_chunk = min(last_chunk, first_chunk + max_chunks)
     steps_per_iteration = trainer.steps_per_chunk // k
-
     devices = jax.devices()
     progress.line(
-        f"accelrl: {config.env.name}, {config.env.num_envs} envs x {config.agent.unroll_length} "
-        f"steps x {k} iterations per chunk on {len(devices)} {devices[0].platform} device(s)"
-        + (f", resuming at env step {start_iteration * steps_per_iteration:,}" if resume else ""),
+        f"accelrl: {config.algorithm} on {config.env.name}, {config.env.num_envs} envs x "
+        f"{steps_per_iteration // (config.env.num_envs * config.env.action_repeat)} "
+        f"steps x {k} iterations per chunk on {len(devices)} {devices[0].platform} device(s)",
         force=True,
     )
     progress.line("compiling...", force=True)
     started = time.perf_counter()
-    run_chunk = trainer.compile_chunk(state)
+    # The step compiles from shapes alone, in a second thread, while this one builds (or
+    # restores) the state: on two or more cores the set-up hides behind the compile.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        compiling = pool.submit(trainer.compile_chunk, jax.eval_shape(trainer.init, key))
+        state = trainer.init(key)
+        if resume:
+            state = checkpointer.restore_latest(state)
+        run_chunk = compiling.result()
     compile_seconds = time.perf_counter() - started
-    progress.line(f"compiled in {compile_seconds:.1f} s", force=True)
+    start_iteration = int(state.iteration)
+    first_chunk, last_chunk = start_iteration // k, num_chunks(config)
+    if max_chunks is not None:
+        last_chunk = min(last_chunk, first_chunk + max_chunks)
+    progress.line(f"compiled in {compile_seconds:.1f} s (set-up included)", force=True)
+    if resume:
+        progress.line(f"resuming at env step {start_iteration * steps_per_iteration:,}", force=True)
 
     logger = RunLogger(
         run_dir, purge_step=start_iteration * steps_per_iteration if resume else None
