@@ -292,7 +292,9 @@ class NormalizeObservation(Wrapper):
 
     def reset(self, key: jax.Array) -> tuple[NormalizeObservationState, TimeStep]:
         inner, timestep = self.env.reset(key)
-        stats = self.initial_stats or RunningStats.create(self.observation_space.shape)
+        stats = self.initial_stats
+        if stats is None:
+            stats = RunningStats.create(self.observation_space.shape)
         stats, timestep = self._process(stats, timestep)
         return NormalizeObservationState(inner, stats), timestep
 
