@@ -127,7 +127,8 @@ def init_state(
 
 def steps_per_iteration(config: TrainConfig) -> int:
     """Environment steps per iteration, counting action repeats."""
-    return config.env.num_envs * config.agent.unroll_length * config.env.action_repeat
+    per_env = config.r2d2.period if config.algorithm == "r2d2" else config.agent.unroll_length
+    return config.env.num_envs * per_env * config.env.action_repeat
 
 
 def num_chunks(config: TrainConfig) -> int:
@@ -194,7 +195,10 @@ class FusedTrainer:
 
     def _iteration(self, state: TrainState, _: None) -> tuple[TrainState, tuple]:
         initial_carry = state.carry
-        state, transitions = self._rollout(state)
+        # One split per iteration for all its randomness (each PRNG call site costs compile time).
+        keys = jax.random.split(state.key, self.config.agent.unroll_length + 2)
+        key, update_key, act_keys = keys[0], keys[1], keys[2:]
+        state, transitions = self._rollout(state, act_keys)
         traj = Trajectory(
             observation=transitions.observation,
             next_observation=transitions.next_observation,
@@ -206,7 +210,6 @@ class FusedTrainer:
             truncated=transitions.truncated,
             initial_carry=initial_carry,
         )
-        key, update_key = jax.random.split(state.key)
         params, opt_state, update = self.learner.update(
             state.params, state.opt_state, traj, update_key
         )
@@ -222,11 +225,10 @@ class FusedTrainer:
         losses = {k: v for k, v in update._asdict().items() if k != "finite"}
         return state, (*episode_stats, losses, update.finite)
 
-    def _rollout(self, state: TrainState) -> tuple[TrainState, _Transition]:
+    def _rollout(self, state: TrainState, act_keys: jax.Array) -> tuple[TrainState, _Transition]:
         params = state.params
 
-        def step(state: TrainState, _: None) -> tuple[TrainState, _Transition]:
-            key, act_key = jax.random.split(state.key)
+        def step(state: TrainState, act_key: jax.Array) -> tuple[TrainState, _Transition]:
             carry, out = self.agent.act(
                 params, state.carry, state.timestep.observation, state.is_first, act_key
             )
@@ -248,11 +250,10 @@ class FusedTrainer:
                 timestep=timestep,
                 is_first=timestep.done,
                 carry=carry,
-                key=key,
             )
             return state, transition
 
-        return jax.lax.scan(step, state, None, length=self.config.agent.unroll_length)
+        return jax.lax.scan(step, state, act_keys)
 
 
 def _env_batch_axes(config: TrainConfig) -> Any:
@@ -295,6 +296,10 @@ def make_fused_trainer(
     config: TrainConfig, devices: Sequence[jax.Device] | None = None
 ) -> FusedTrainer:
     """Assemble env, agent, optimiser and shardings for `config` on `devices` (default all)."""
+    if config.algorithm == "r2d2":  # its own state and step (replay), same host contract
+        from accelrl.fused_r2d2 import make_r2d2_trainer
+
+        return make_r2d2_trainer(config, devices)
     a = config.agent
     mesh = make_mesh(config.env.num_envs, devices)
     per_device = config.env.num_envs // mesh.size
