@@ -10,7 +10,7 @@ ARGS ?=
 # JAX's CUDA build where an NVIDIA GPU is present; the CPU build otherwise.
 EXTRAS := dev$(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo ,cuda)
 
-.PHONY: setup train test lint bench clean
+.PHONY: setup train test lint bench clean proto grf
 
 setup: $(STAMP)
 
@@ -31,6 +31,20 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
+
+# Regenerate the bridge's gRPC modules from accelrl/bridge/bridge.proto (checked in; a test
+# fails when they are stale).
+proto: $(STAMP)
+	$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --grpc_python_out=. \
+		accelrl/bridge/bridge.proto
+
+# Google Research Football 2.10.2 from source, for `grf:` bridge actors (Debian/Ubuntu).
+grf: $(STAMP)
+	sudo apt-get install -y git cmake build-essential libgl1-mesa-dev libsdl2-dev \
+		libsdl2-image-dev libsdl2-ttf-dev libsdl2-gfx-dev libboost-all-dev \
+		libdirectfb-dev libst-dev mesa-utils xvfb x11vnc python3-dev
+	$(BIN)/python -m pip install "gym==0.25.2" psutil
+	$(BIN)/python -m pip install --no-build-isolation "gfootball==2.10.2"
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -3,6 +3,8 @@
     accelrl train cartpole_vtrace agent.learning_rate=1e-3 env.num_envs=512 --run-dir DIR
     accelrl train --resume --run-dir DIR
     accelrl eval DIR --episodes 32
+    accelrl serve cartpole_vtrace_bridge --bind 0.0.0.0 --port 50051   (bridge learner)
+    accelrl actor --server HOST:50051 --env gymnasium:CartPole-v1 --num-envs 16
 
 Configuration errors (unknown preset or key, wrong type) exit with code 2 before anything is
 created on disk.
@@ -11,6 +13,7 @@ created on disk.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -45,6 +48,24 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--episodes", type=int, default=10)
     evaluate.add_argument("--seed", type=int, default=0)
 
+    serve = commands.add_parser(
+        "serve",
+        help="serve a bridge preset's learner to remote actors",
+        description="Run the bridge learner for a preset; actors connect with `accelrl actor`.",
+        epilog=f"presets: {presets}",
+    )
+    serve.add_argument("preset", nargs="?", help="a bridge preset (sets bridge.env)")
+    serve.add_argument("overrides", nargs="*", help="config overrides")
+    serve.add_argument("--bind", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=50051, help="0 picks a free port")
+    serve.add_argument("--run-dir", type=Path, help="default: runs/<preset>-<timestamp>")
+    serve.add_argument("--resume", action="store_true", help="continue --run-dir")
+    commands.add_parser(
+        "actor",
+        help="step CPU envs for a bridge learner (see `accelrl actor --help`)",
+        add_help=False,
+    )
+
     commands.add_parser("presets", help="list the presets")
     return parser
 
@@ -68,12 +89,29 @@ def _resolve_train(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
     return config, run_dir
 
 
+def _enable_compilation_cache() -> None:
+    """Reuse compiled training steps across runs (XLA's persistent cache), unless the user
+    already chose a cache directory or disabled it with ACCELRL_COMPILATION_CACHE=0."""
+    if os.environ.get("ACCELRL_COMPILATION_CACHE", "1") == "0":
+        return
+    import jax
+
+    if jax.config.jax_compilation_cache_dir is None:
+        cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "accelrl" / "xla"
+        jax.config.update("jax_compilation_cache_dir", str(cache))
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["actor"]:  # JAX-free: the actor has its own parser
+        from accelrl.bridge.actor import main as actor_main
+
+        return actor_main(argv[1:])
     parser = _parser()
     # Overrides may come after options (`--run-dir D a.b=1`): collect the stray key=values.
     args, extra = parser.parse_known_args(argv)
     strays = [x for x in extra if x.startswith("-") or "=" not in x]
-    if strays or (extra and args.command != "train"):
+    if strays or (extra and args.command not in ("train", "serve")):
         parser.error(f"unrecognized arguments: {' '.join(strays or extra)}")
     if extra:
         args.overrides = [*args.overrides, *extra]
@@ -83,8 +121,22 @@ def main(argv: list[str] | None = None) -> int:
 
             print("\n".join(preset_names()))
             return 0
+        if args.command == "serve":
+            return _serve(args)
         if args.command == "train":
             config, run_dir = _resolve_train(args)
+            _enable_compilation_cache()
+            if config.bridge.env:
+                from accelrl.bridge.local import train_bridge
+                from accelrl.train import TrainingDiverged
+
+                try:
+                    server = train_bridge(config, run_dir, resume=args.resume)
+                except TrainingDiverged as error:
+                    print(f"accelrl: error: {error}", file=sys.stderr)
+                    return 1
+                print(f"run directory: {run_dir} ({int(server.state.env_steps):,} env steps)")
+                return 0
             from accelrl.train import TrainingDiverged, train
 
             try:
@@ -102,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "eval":
             from accelrl.evaluate import evaluate_run
 
+            _enable_compilation_cache()
+
             report = evaluate_run(args.run_dir, args.episodes, seed=args.seed)
             print(
                 f"mean return {report.mean_return:.2f} +- {report.std_return:.2f} over "
@@ -112,6 +166,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"accelrl: error: {error}", file=sys.stderr)
         return 2
     return 2
+
+
+def _serve(args: argparse.Namespace) -> int:
+    config, run_dir = _resolve_train(args)
+    if not config.bridge.env:
+        raise ConfigError("serve needs a bridge preset (one that sets bridge.env)")
+    from accelrl.bridge.server import run_server
+
+    def listening(host: str, port: int) -> None:
+        print(f"listening on {host}:{port}", flush=True)
+
+    server = run_server(
+        config, run_dir, bind=args.bind, port=args.port, resume=args.resume, on_listening=listening
+    )
+    print(f"run directory: {run_dir} ({int(server.state.env_steps):,} env steps)")
+    return 0
 
 
 if __name__ == "__main__":

@@ -70,13 +70,127 @@ class AgentConfig:
 
 
 @dataclass(frozen=True)
+class BridgeConfig:
+    """The actor bridge (SEED path): CPU envs in actor processes, learning on the accelerator.
+
+    Empty `env` means the fused path; a preset that sets it trains through the bridge.
+    """
+
+    env: str = ""
+    """Actor env id, e.g. "gymnasium:CartPole-v1", "gymnasium:ALE/Pong-v5", "grf:<scenario>"."""
+    num_actors: int = 2
+    """Local actor processes `accelrl train` starts (remote actors may join as well)."""
+    envs_per_actor: int = 8
+    """Envs each local actor hosts; their steps travel as one message (E)."""
+    max_envs_per_actor: int = 256
+    """Largest E the server accepts in a handshake (sets the message size limit)."""
+    max_envs: int = 1024
+    """Env slots on the server (all actors together); a handshake beyond it is refused."""
+    max_batch: int = 64
+    """Inference batch (envs): a batch runs as soon as this many env steps wait..."""
+    deadline_ms: float = 2.0
+    """...or this long after its first request arrived, whichever comes first."""
+    batch_unrolls: int = 16
+    """Unrolls (of agent.unroll_length steps) per learner update (the B of [T, B])."""
+    queue_size: int = 64
+    """Bound of the queue of finished unrolls to the learner (in actor messages): when full,
+    replies to actors wait (backpressure) instead of memory growing."""
+    frame_stack: int = 1
+    """Frames stacked on the server along the last axis (Atari/GRF: 4; actors send one)."""
+    sticky_actions: float = 0.25
+    """Atari repeat_action_probability for local actors (0.25: v5 default; 0: classic)."""
+    observation_shape: tuple[int, ...] = ()
+    """Expected observation of ONE env step; () derives it from `env` on the server."""
+    observation_dtype: str = ""
+    """Its dtype ("" derives it from `env`)."""
+    num_actions: int = 0
+    """Expected discrete actions (0 with an empty observation_shape: derived from `env`)."""
+    token: str = ""
+    """Shared secret actors must present (also read from ACCELRL_BRIDGE_TOKEN)."""
+    tls_cert: str = ""
+    """PEM certificate chain: serve with TLS (with tls_key)."""
+    tls_key: str = ""
+    """PEM private key for tls_cert."""
+    checkpoint_every_updates: int = 200
+    """Save the train state every this many learner updates (and at the end)."""
+
+
+@dataclass(frozen=True)
+class R2D2Config:
+    """R2D2 (Kapturowski et al. 2019): recurrent Q-learning from prioritised sequence replay.
+
+    Defaults are the paper's (Table 2, Atari) unless a field says otherwise; the CPU presets
+    shrink network, sequences, replay and periods. Each env step of an iteration is acted on
+    epsilon-greedily; every `period` steps each env adds one sequence of
+    `burn_in + trace_length` steps to the replay (adjacent sequences overlap by
+    `burn_in + trace_length - period` steps).
+    """
+
+    torso_sizes: tuple[int, ...] = (512,)
+    """MLP torso widths (vector observations; the paper's conv torso for pixels is not built)."""
+    lstm_size: int = 512
+    """LSTM width (paper: 512)."""
+    head_size: int = 512
+    """Hidden width of each dueling head (paper: 512)."""
+    recurrent: bool = True
+    """False: the ablation without memory (dense core, no previous action/reward inputs)."""
+    burn_in: int = 40
+    """Burn-in steps run from the stored state without gradient (paper: 40)."""
+    trace_length: int = 80
+    """Trained steps per sequence after the burn-in (paper: 80)."""
+    period: int = 40
+    """Env steps per env per iteration = replay period: one new sequence per env (paper: 40)."""
+    n_step: int = 5
+    """n of the n-step targets (paper: 5)."""
+    discount: float = 0.997
+    """gamma (paper: 0.997). Termination stops bootstrapping; truncation does not."""
+    value_rescaling_eps: float = 1e-3
+    """eps of h(x) = sign(x)(sqrt(|x|+1)-1) + eps*x (paper: 1e-3)."""
+    learning_rate: float = 1e-4
+    """Adam step size (paper: 1e-4)."""
+    lr_schedule: str = "constant"
+    """constant (paper), linear or cosine decay to 0 over the run's learner updates."""
+    adam_eps: float = 1e-3
+    """Adam epsilon (paper: 1e-3)."""
+    max_grad_norm: float = 40.0
+    """Global-norm gradient clip (not in the paper; Ape-X's 40)."""
+    batch_size: int = 64
+    """Sequences per learner update (paper: 64); divides by the device count."""
+    target_update_period: int = 2500
+    """Learner updates between copies of the online network to the target (paper: 2500)."""
+    replay_capacity: int = 100_000
+    """Sequences held (paper: 4M observations = 1e5 sequences at period 40); stored steps are
+    replay_capacity * (burn_in + trace_length). Divides by the device count (one shard each)."""
+    min_replay_size: int = 5_000
+    """Sequences stored before learning starts; updates are masked until then (not in the
+    paper's table; a 5% fill by default)."""
+    replay_ratio: float = 1.0
+    """Sequences sampled by the learner per sequence inserted; learner updates per inserted
+    sequence = replay_ratio / batch_size, and replay_ratio * num_envs / batch_size must be a
+    whole number (the updates per iteration). Not a paper figure (its ratio followed from
+    actor and learner speeds)."""
+    priority_exponent: float = 0.9
+    """alpha: sampling probability proportional to priority**alpha (paper: 0.9)."""
+    importance_exponent: float = 0.6
+    """beta of the importance weights (N * P(i))**-beta, normalised by their max (paper: 0.6)."""
+    priority_eta: float = 0.9
+    """Sequence priority eta * max|td| + (1 - eta) * mean|td| (paper: 0.9)."""
+    epsilon_base: float = 0.4
+    """Ape-X per-env epsilon: eps_i = epsilon_base**(1 + epsilon_alpha * i / (N - 1))."""
+    epsilon_alpha: float = 7.0
+    """See epsilon_base (Ape-X/R2D2: 0.4 and 7)."""
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     """A whole training run."""
 
     env: EnvConfig = field(default_factory=EnvConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
+    r2d2: R2D2Config = field(default_factory=R2D2Config)
+    """R2D2 settings (used when algorithm is r2d2)."""
     algorithm: str = "vtrace"
-    """Learner of the fused step: vtrace."""
+    """Learner of the fused step: vtrace or r2d2."""
     seed: int = 0
     """Seeds parameters, environments and acting."""
     total_env_steps: int = 500_000
@@ -91,9 +205,11 @@ class TrainConfig:
     """Deterministic-policy episodes evaluated at the end of training (0: none)."""
     distributed: bool = False
     """Call jax.distributed.initialize() first (multi-host; see README)."""
+    bridge: BridgeConfig = field(default_factory=BridgeConfig)
+    """Actor bridge settings (used when bridge.env is set)."""
 
 
-ALGORITHMS = ("vtrace",)
+ALGORITHMS = ("vtrace", "r2d2")
 
 
 class ConfigError(ValueError):
@@ -129,7 +245,8 @@ def validate(config: TrainConfig) -> None:
         (config.agent.num_epochs > 0, "agent.num_epochs must be positive"),
         (config.agent.num_minibatches > 0, "agent.num_minibatches must be positive"),
         (
-            config.env.num_envs % config.agent.num_minibatches == 0,
+            config.algorithm == "r2d2"
+            or config.env.num_envs % config.agent.num_minibatches == 0,
             f"env.num_envs={config.env.num_envs} must divide by "
             f"agent.num_minibatches={config.agent.num_minibatches}",
         ),
@@ -137,6 +254,48 @@ def validate(config: TrainConfig) -> None:
         (config.iterations_per_chunk > 0, "iterations_per_chunk must be positive"),
         (config.agent.learning_rate > 0, "agent.learning_rate must be positive"),
         (0.0 <= config.agent.discount <= 1.0, "agent.discount must lie in [0, 1]"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+    if config.algorithm == "r2d2":
+        _validate_r2d2(config)
+
+
+def _validate_r2d2(config: TrainConfig) -> None:
+    r = config.r2d2
+    sequence = r.burn_in + r.trace_length
+    updates = r.replay_ratio * config.env.num_envs / max(r.batch_size, 1)
+    checks = [
+        (r.burn_in >= 0 and r.trace_length > 0, "r2d2.burn_in >= 0 and r2d2.trace_length > 0"),
+        (
+            0 < r.period <= sequence,
+            f"r2d2.period must lie in [1, burn_in + trace_length = {sequence}]",
+        ),
+        (r.n_step >= 1, "r2d2.n_step must be at least 1"),
+        (r.batch_size > 0, "r2d2.batch_size must be positive"),
+        (r.target_update_period > 0, "r2d2.target_update_period must be positive"),
+        (
+            r.replay_capacity >= config.env.num_envs,
+            f"r2d2.replay_capacity={r.replay_capacity} must hold one iteration's "
+            f"{config.env.num_envs} sequences",
+        ),
+        (
+            0 < r.min_replay_size <= r.replay_capacity,
+            "r2d2.min_replay_size must lie in [1, replay_capacity]",
+        ),
+        (
+            r.replay_ratio > 0 and updates >= 1 and abs(updates - round(updates)) < 1e-6,
+            f"r2d2.replay_ratio * env.num_envs / r2d2.batch_size = {updates:g} must be a whole "
+            "number >= 1 (learner updates per iteration)",
+        ),
+        (0.0 <= r.discount <= 1.0, "r2d2.discount must lie in [0, 1]"),
+        (r.learning_rate > 0, "r2d2.learning_rate must be positive"),
+        (
+            r.lr_schedule in ("constant", "linear", "cosine"),
+            f"r2d2.lr_schedule {r.lr_schedule!r} is not one of constant, linear, cosine",
+        ),
+        (0.0 <= r.priority_eta <= 1.0, "r2d2.priority_eta must lie in [0, 1]"),
     ]
     for ok, message in checks:
         if not ok:

@@ -41,6 +41,10 @@ def evaluate(
 
     `obs_stats` are the training run's frozen observation statistics (when it normalised).
     """
+    if config.algorithm == "r2d2":  # greedy Q-values
+        from accelrl.fused_r2d2 import evaluate_greedy
+
+        return evaluate_greedy(config, params, episodes, seed=seed, obs_stats=obs_stats)
     e = config.env
     env = make_training_env(e.name, episodes, max_steps=e.max_steps, action_repeat=e.action_repeat)
     if e.normalize_observation:

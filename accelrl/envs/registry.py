@@ -9,6 +9,7 @@ from typing import Any
 from accelrl.envs.base import Environment
 from accelrl.envs.cartpole import CartPole
 from accelrl.envs.catch import Catch
+from accelrl.envs.memory import MemoryCue
 from accelrl.envs.pendulum import Pendulum
 from accelrl.envs.wrappers import (
     ActionRepeat,
@@ -75,3 +76,4 @@ def make_training_env(
 register("cartpole", CartPole)
 register("pendulum", Pendulum)
 register("catch", Catch)
+register("memory_cue", MemoryCue)

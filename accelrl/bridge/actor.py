@@ -1,0 +1,231 @@
+"""The bridge actor: steps E CPU environments and asks the learner for their actions.
+
+Imports numpy, grpcio and the environment only (never JAX), so it runs in whatever Python the
+game needs:
+
+    python -m accelrl.bridge.actor --server HOST:PORT --env gymnasium:ALE/Pong-v5 --num-envs 8
+    accelrl actor --server HOST:PORT --env gymnasium:CartPole-v1 --num-envs 16
+
+Each tick sends ONE message with the steps of all E envs (the observation to act on, the reward
+of the previous action, terminated and truncated kept apart, and the final observation of
+every env whose episode just ended, so the learner can bootstrap a truncated one) and waits for
+the E actions. After a disconnect (learner restart) it reconnects with exponential backoff and
+resets its envs: the server resets their recurrent state too. It exits when the server says
+training is done, or after `--give-up-after` seconds without a connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from typing import Any
+
+import grpc
+import numpy as np
+
+from accelrl.bridge import bridge_pb2_grpc as pb_grpc
+from accelrl.bridge.codec import (
+    EnvSpec,
+    ProtocolError,
+    decode_tensor,
+    encode_steps,
+    handshake_message,
+)
+from accelrl.bridge.envs import env_spec, make_env
+
+FATAL_CODES = (
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.UNAUTHENTICATED,
+    grpc.StatusCode.PERMISSION_DENIED,
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.UNIMPLEMENTED,
+)
+"""Errors that retrying cannot fix: the actor stops with the server's message."""
+
+
+class ActorRejected(RuntimeError):
+    """The server refused this actor (bad token, spec mismatch, malformed data)."""
+
+
+def channel_options(spec: EnvSpec, num_envs: int) -> list[tuple[str, Any]]:
+    """Message limits derived from the spec (pitfall: gRPC's 4 MiB default)."""
+    limit = spec.max_steps_message_bytes(num_envs)
+    return [
+        ("grpc.max_send_message_length", limit),
+        ("grpc.max_receive_message_length", limit),
+    ]
+
+
+class Actor:
+    """E environments of `env_id`, driven by the learner at `server`."""
+
+    def __init__(
+        self,
+        server: str,
+        env_id: str,
+        num_envs: int,
+        token: str = "",
+        seed: int = 0,
+        tls_ca: bytes | None = None,
+        sticky_actions: float = 0.25,
+        give_up_after: float = 300.0,
+        name: str = "",
+    ) -> None:
+        self.server = server
+        self.env_id = env_id
+        self.envs = [make_env(env_id, sticky_actions) for _ in range(num_envs)]
+        self.spec = env_spec(self.envs[0])
+        self.token = token
+        self.seed = seed
+        self.tls_ca = tls_ca
+        self.give_up_after = give_up_after
+        self.name = name or f"{os.uname().nodename}:{os.getpid()}"
+        self.connections = 0
+        self.env_steps = 0
+        self._resets = 0
+        self.last_contact = time.monotonic()
+        self.connected_since_backoff = False
+
+    def _channel(self) -> grpc.aio.Channel:
+        options = channel_options(self.spec, len(self.envs))
+        if self.tls_ca is not None:
+            credentials = grpc.ssl_channel_credentials(root_certificates=self.tls_ca)
+            return grpc.aio.secure_channel(self.server, credentials, options=options)
+        return grpc.aio.insecure_channel(self.server, options=options)
+
+    def _reset_all(self) -> np.ndarray:
+        observations = []
+        for i, env in enumerate(self.envs):
+            seed = self.seed * 100_003 + i if self._resets == 0 else None
+            observations.append(np.asarray(env.reset(seed=seed)[0]))
+        self._resets += 1
+        return np.stack(observations).astype(self.spec.observation_dtype, copy=False)
+
+    async def run(self) -> None:
+        """Act until the server says done; reconnect with backoff after disconnects."""
+        backoff = 0.05
+        self.last_contact = time.monotonic()
+        while True:
+            try:
+                async with self._channel() as channel:
+                    done = await self._session(pb_grpc.ActorBridgeStub(channel))
+                if done:
+                    return
+            except grpc.aio.AioRpcError as error:
+                if error.code() in FATAL_CODES:
+                    raise ActorRejected(f"{error.code().name}: {error.details()}") from None
+                # otherwise (UNAVAILABLE, CANCELLED...): the learner is gone or restarting
+            if self.connected_since_backoff:
+                backoff, self.connected_since_backoff = 0.05, False
+            if time.monotonic() - self.last_contact > self.give_up_after:
+                raise ConnectionError(
+                    f"no learner at {self.server} for {self.give_up_after:.0f} s; giving up"
+                )
+            await asyncio.sleep(backoff * (0.5 + np.random.random()))
+            backoff = min(backoff * 2, 2.0)
+
+    async def _session(self, stub: pb_grpc.ActorBridgeStub) -> bool:
+        """One connection: handshake, then tick until the stream ends. True when done."""
+        call = stub.Act()
+        message = handshake_message(
+            self.spec, self.env_id, len(self.envs), self.token, self.name
+        )
+        await call.write(message)
+        reply = await call.read()
+        if reply is not grpc.aio.EOF and reply.HasField("actions") and reply.actions.done:
+            return True  # training already finished
+        if reply is grpc.aio.EOF or not reply.HasField("handshake_reply"):
+            await call.code()  # raises the status the server ended with
+            return False
+        self.connections += 1
+        self.connected_since_backoff = True
+        self.last_contact = time.monotonic()
+        ids = np.asarray(reply.handshake_reply.env_ids, np.int32)
+        num = len(self.envs)
+        observation = self._reset_all()
+        reward = np.zeros(num, np.float32)
+        terminated = np.zeros(num, bool)
+        truncated = np.zeros(num, bool)
+        final = np.zeros((0, *self.spec.observation_shape), self.spec.observation_dtype)
+        obs_dtype = self.spec.observation_dtype
+        while True:
+            await call.write(encode_steps(ids, observation, reward, terminated, truncated, final))
+            response = await call.read()
+            if response is grpc.aio.EOF:
+                await call.code()
+                return False
+            self.last_contact = time.monotonic()
+            actions = response.actions
+            if actions.done:
+                return True
+            action = decode_tensor(
+                actions.action, "action", self.spec.action_dtype, (num, *self.spec.action_shape)
+            )
+            observations, finals = [], []
+            for i, env in enumerate(self.envs):
+                a = action[i].item() if self.spec.discrete else action[i]
+                obs, r, term, trunc, _ = env.step(a)
+                reward[i], terminated[i], truncated[i] = r, term, trunc
+                if term or trunc:
+                    finals.append(np.asarray(obs))
+                    obs, _ = env.reset()
+                observations.append(np.asarray(obs))
+            self.env_steps += num
+            observation = np.stack(observations).astype(obs_dtype, copy=False)
+            final = (
+                np.stack(finals).astype(obs_dtype, copy=False)
+                if finals
+                else np.zeros((0, *self.spec.observation_shape), obs_dtype)
+            )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="accelrl actor", description="Step CPU envs for an accelrl bridge learner."
+    )
+    parser.add_argument("--server", required=True, help="HOST:PORT of `accelrl serve`")
+    parser.add_argument("--env", required=True, help="e.g. gymnasium:CartPole-v1")
+    parser.add_argument("--num-envs", type=int, default=8, help="envs per message (E)")
+    parser.add_argument("--token", default=os.environ.get("ACCELRL_BRIDGE_TOKEN", ""))
+    parser.add_argument("--tls-ca", help="PEM root certificate: connect with TLS")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sticky-actions", type=float, default=0.25, help="Atari only")
+    parser.add_argument("--give-up-after", type=float, default=300.0, help="seconds")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `accelrl actor`; exit 0 when training is done, 1 on refusal/give-up."""
+    args = _parser().parse_args(argv)
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    tls_ca = open(args.tls_ca, "rb").read() if args.tls_ca else None
+    actor = Actor(
+        args.server,
+        args.env,
+        args.num_envs,
+        token=args.token,
+        seed=args.seed,
+        tls_ca=tls_ca,
+        sticky_actions=args.sticky_actions,
+        give_up_after=args.give_up_after,
+    )
+    try:
+        asyncio.run(actor.run())
+    except (ActorRejected, ConnectionError, ProtocolError) as error:
+        print(f"accelrl actor: {error}", file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""numpy <-> protobuf for the bridge, with validation. JAX-free (the actor imports it).
+
+Tensors travel as raw C-order little-endian bytes + dtype name + shape; nothing is ever
+unpickled. `decode_tensor` checks dtype, shape and byte count against what the handshake
+declared before it touches the bytes, and `decode_steps` checks every field of a Steps message
+(ids owned by the sender and unique, finite rewards, sizes). Problems raise `ProtocolError`,
+which the server turns into an INVALID_ARGUMENT status for that actor only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from accelrl.bridge import bridge_pb2 as pb
+
+ALLOWED_DTYPES = (
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "float16",
+    "float32",
+    "float64",
+)
+"""dtype names a Tensor may carry (no object/void/string dtypes: nothing that needs pickle)."""
+
+_LITTLE = {name: np.dtype(name).newbyteorder("<") for name in ALLOWED_DTYPES}
+
+MAX_TENSOR_BYTES = 512 * 1024 * 1024
+"""Absolute cap on one decoded tensor, whatever the spec says."""
+
+
+class ProtocolError(ValueError):
+    """A message that does not follow the protocol or the handshake's spec."""
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What one environment step looks like, as declared in the handshake.
+
+    `num_actions > 0` means discrete actions 0..n-1; otherwise a continuous box
+    `[action_low, action_high]`.
+    """
+
+    observation_shape: tuple[int, ...]
+    observation_dtype: str
+    num_actions: int = 0
+    action_low: tuple[float, ...] = ()
+    action_high: tuple[float, ...] = ()
+
+    @property
+    def discrete(self) -> bool:
+        return self.num_actions > 0
+
+    @property
+    def observation_bytes(self) -> int:
+        return int(np.prod(self.observation_shape, dtype=np.int64)) * np.dtype(
+            self.observation_dtype
+        ).itemsize
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        return () if self.discrete else (len(self.action_low),)
+
+    @property
+    def action_dtype(self) -> str:
+        return "int32" if self.discrete else "float32"
+
+    def max_steps_message_bytes(self, num_envs: int) -> int:
+        """Upper bound on a valid Steps message for `num_envs` envs (obs + final obs + small)."""
+        return 2 * num_envs * self.observation_bytes + 64 * num_envs + 4096
+
+    def describe(self) -> str:
+        actions = (
+            f"{self.num_actions} discrete actions"
+            if self.discrete
+            else f"box actions low={list(self.action_low)} high={list(self.action_high)}"
+        )
+        return f"observation {self.observation_dtype}{list(self.observation_shape)}, {actions}"
+
+
+def encode_tensor(array: np.ndarray) -> pb.Tensor:
+    """A Tensor message holding `array`'s bytes (little-endian, C order)."""
+    array = np.asarray(array)
+    if array.dtype.name not in ALLOWED_DTYPES:
+        raise ProtocolError(f"dtype {array.dtype.name!r} cannot travel over the bridge")
+    little = array.dtype.newbyteorder("<")
+    data = np.ascontiguousarray(array, dtype=little).tobytes()
+    return pb.Tensor(dtype=array.dtype.name, shape=array.shape, data=data)
+
+
+def decode_tensor(
+    tensor: pb.Tensor,
+    name: str,
+    dtype: str | None = None,
+    shape: tuple[int | None, ...] | None = None,
+    max_bytes: int = MAX_TENSOR_BYTES,
+) -> np.ndarray:
+    """The array in `tensor`, checked against the expected `dtype` and `shape` (None: any size).
+
+    The result is a read-only view of the message's bytes (no copy).
+    """
+    if tensor.dtype not in ALLOWED_DTYPES:
+        raise ProtocolError(f"{name}: dtype {tensor.dtype!r} is not allowed")
+    if dtype is not None and tensor.dtype != dtype:
+        raise ProtocolError(f"{name}: dtype {tensor.dtype} where {dtype} was expected")
+    dims = tuple(int(d) for d in tensor.shape)
+    if len(dims) > 8 or (dims and min(dims) < 0):
+        raise ProtocolError(f"{name}: invalid shape {list(dims)}")
+    if shape is not None:
+        ok = len(dims) == len(shape) and all(
+            e is None or d == e for d, e in zip(dims, shape, strict=True)
+        )
+        if not ok:
+            expected = ["*" if e is None else e for e in shape]
+            raise ProtocolError(f"{name}: shape {list(dims)} where {expected} was expected")
+    little = _LITTLE[tensor.dtype]
+    itemsize = little.itemsize
+    count = math.prod(dims)
+    if count * itemsize > max_bytes:
+        raise ProtocolError(f"{name}: {count * itemsize} bytes exceed the limit of {max_bytes}")
+    if len(tensor.data) != count * itemsize:
+        raise ProtocolError(
+            f"{name}: {len(tensor.data)} bytes of data for shape {list(dims)} {tensor.dtype} "
+            f"({count * itemsize} expected)"
+        )
+    return np.frombuffer(tensor.data, dtype=little).reshape(dims)
+
+
+def spec_from_handshake(handshake: pb.Handshake) -> EnvSpec:
+    """The EnvSpec an actor declared; malformed declarations raise ProtocolError."""
+    if handshake.observation_dtype not in ALLOWED_DTYPES:
+        raise ProtocolError(f"observation dtype {handshake.observation_dtype!r} is not allowed")
+    shape = tuple(int(d) for d in handshake.observation_shape)
+    if any(d <= 0 for d in shape) or len(shape) > 6:
+        raise ProtocolError(f"invalid observation shape {list(shape)}")
+    low, high = tuple(handshake.action_low), tuple(handshake.action_high)
+    if handshake.num_actions < 0:
+        raise ProtocolError(f"num_actions {handshake.num_actions} is negative")
+    if handshake.num_actions == 0 and (not low or len(low) != len(high)):
+        raise ProtocolError("a continuous action space needs action_low/high of equal length")
+    return EnvSpec(shape, handshake.observation_dtype, handshake.num_actions, low, high)
+
+
+def handshake_message(
+    spec: EnvSpec, env_id: str, num_envs: int, token: str = "", actor_name: str = ""
+) -> pb.ActorMessage:
+    """The first message of a stream."""
+    return pb.ActorMessage(
+        handshake=pb.Handshake(
+            token=token,
+            env_id=env_id,
+            observation_dtype=spec.observation_dtype,
+            observation_shape=spec.observation_shape,
+            num_actions=spec.num_actions,
+            action_low=spec.action_low,
+            action_high=spec.action_high,
+            num_envs=num_envs,
+            actor_name=actor_name,
+        )
+    )
+
+
+class DecodedSteps(NamedTuple):
+    env_ids: np.ndarray  # [n] int32
+    observation: np.ndarray  # [n, *obs]
+    reward: np.ndarray  # [n] float32
+    terminated: np.ndarray  # [n] bool
+    truncated: np.ndarray  # [n] bool
+    final_observation: np.ndarray  # [d, *obs], d = number of done envs
+
+
+def encode_steps(
+    env_ids: np.ndarray,
+    observation: np.ndarray,
+    reward: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    final_observation: np.ndarray,
+) -> pb.ActorMessage:
+    """A Steps message (see bridge.proto for the meaning of each field)."""
+    return pb.ActorMessage(
+        steps=pb.Steps(
+            env_ids=np.asarray(env_ids, np.int32).tolist(),
+            observation=encode_tensor(observation),
+            reward=encode_tensor(np.asarray(reward, np.float32)),
+            terminated=encode_tensor(np.asarray(terminated, bool)),
+            truncated=encode_tensor(np.asarray(truncated, bool)),
+            final_observation=encode_tensor(final_observation),
+        )
+    )
+
+
+def decode_steps(steps: pb.Steps, spec: EnvSpec, owned: np.ndarray) -> DecodedSteps:
+    """Validate a Steps message against the actor's `spec` and its `owned` env ids.
+
+    `owned` is a boolean mask over all env ids of the server (True where this actor owns it).
+    """
+    ids = np.asarray(steps.env_ids, dtype=np.int64)
+    n = ids.size
+    if n == 0:
+        raise ProtocolError("env_ids is empty")
+    if ids.min() < 0 or ids.max() >= owned.size or not owned[ids].all():
+        raise ProtocolError(f"env_ids {sorted(set(ids.tolist()) - _owned(owned))} are not yours")
+    ordered = np.sort(ids)
+    if n > 1 and not (ordered[1:] != ordered[:-1]).all():
+        raise ProtocolError("env_ids repeat an id")
+    obs_dims = spec.observation_shape
+    limit = n * spec.observation_bytes
+    observation = decode_tensor(
+        steps.observation, "observation", spec.observation_dtype, (n, *obs_dims), limit
+    )
+    reward = decode_tensor(steps.reward, "reward", "float32", (n,))
+    if not np.isfinite(reward).all():
+        raise ProtocolError("reward is not finite")
+    terminated = decode_tensor(steps.terminated, "terminated", "bool", (n,))
+    truncated = decode_tensor(steps.truncated, "truncated", "bool", (n,))
+    num_done = int(np.count_nonzero(terminated) + np.count_nonzero(truncated & ~terminated))
+    final = decode_tensor(
+        steps.final_observation,
+        "final_observation",
+        spec.observation_dtype,
+        (num_done, *obs_dims),
+        limit,
+    )
+    if np.issubdtype(observation.dtype, np.floating):
+        if not (np.isfinite(observation).all() and np.isfinite(final).all()):
+            raise ProtocolError("observation is not finite")
+    return DecodedSteps(ids.astype(np.int32), observation, reward, terminated, truncated, final)
+
+
+def _owned(owned: np.ndarray) -> set[int]:
+    return set(np.flatnonzero(owned).tolist())

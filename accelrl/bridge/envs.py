@@ -1,0 +1,97 @@
+"""CPU environments for bridge actors, by id. JAX-free (imported by the actor).
+
+Ids are `family:name`:
+
+- `gymnasium:<id>`: any registered gymnasium env (`gymnasium:CartPole-v1`). Ids of Atari games
+  (`gymnasium:ALE/Pong-v5`) get the standard Atari preprocessing below.
+- `atari:<Game>`: shorthand for `gymnasium:ALE/<Game>-v5`.
+- `grf:<scenario>`: Google Research Football (`grf:academy_empty_goal_close`), see `make grf`.
+- `trivial:<obs_size>`: a do-nothing env for measuring pure bridge overhead.
+
+Atari preprocessing (where each step happens): on the ACTOR, ALE runs with `frameskip=1` and
+the `repeat_action_probability` given (sticky actions; 0.25 is v5's default, 0 the classic
+DQN setting); gymnasium's `AtariPreprocessing` then repeats each action 4 times (frame skip 4,
+rewards summed, max over the last two frames), converts to grayscale, resizes to 84x84 (uint8)
+and applies up to 30 no-op actions at reset. Only that single 84x84 frame is sent per step;
+the 4-frame stack is kept on the SERVER (`bridge.frame_stack=4`), as SEED RL does, so each
+message carries 7 KB per env instead of 28 KB. Rewards travel unclipped (episode returns are
+the game's); scale them for learning with `agent.reward_scale`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from accelrl.bridge.codec import EnvSpec
+
+
+class TrivialEnv:
+    """Constant observations, reward 1, episodes of 100 steps (truncated): pure overhead."""
+
+    def __init__(self, obs_size: int = 4, episode_length: int = 100) -> None:
+        self._obs = np.zeros((obs_size,), np.float32)
+        self._length = episode_length
+        self._t = 0
+        self.spec_ = EnvSpec((obs_size,), "float32", num_actions=2)
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict]:
+        self._t = 0
+        return self._obs, {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self._t += 1
+        return self._obs, 1.0, False, self._t >= self._length, {}
+
+    def close(self) -> None:
+        pass
+
+
+def _is_atari(name: str) -> bool:
+    return name.startswith("ALE/")
+
+
+def make_env(env_id: str, sticky_actions: float = 0.25) -> Any:
+    """A gymnasium-API env (reset(seed) -> (obs, info); step(a) -> 5-tuple) for `env_id`."""
+    family, _, name = env_id.partition(":")
+    if not name:
+        raise ValueError(f"env id {env_id!r} is not of the form family:name")
+    if family == "trivial":
+        return TrivialEnv(int(name))
+    if family == "atari":
+        family, name = "gymnasium", f"ALE/{name}-v5"
+    if family == "gymnasium":
+        import gymnasium
+
+        if _is_atari(name):
+            import ale_py
+
+            gymnasium.register_envs(ale_py)
+            env = gymnasium.make(name, frameskip=1, repeat_action_probability=sticky_actions)
+            return gymnasium.wrappers.AtariPreprocessing(
+                env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True
+            )
+        return gymnasium.make(name)
+    if family == "grf":
+        from accelrl.bridge.grf import make_grf_env
+
+        return make_grf_env(name)
+    families = "gymnasium, atari, grf, trivial"
+    raise ValueError(f"unknown env family {family!r} in {env_id!r} ({families})")
+
+
+def env_spec(env: Any) -> EnvSpec:
+    """The EnvSpec of one env step, from a gymnasium-API env's spaces."""
+    if isinstance(env, TrivialEnv):
+        return env.spec_
+    obs_space, act_space = env.observation_space, env.action_space
+    shape = tuple(int(d) for d in obs_space.shape)
+    dtype = np.dtype(obs_space.dtype).name
+    if dtype == "float64":
+        dtype = "float32"  # sent as float32 (the agent computes in float32 anyway)
+    if hasattr(act_space, "n"):
+        return EnvSpec(shape, dtype, num_actions=int(act_space.n))
+    low = tuple(float(v) for v in np.ravel(act_space.low))
+    high = tuple(float(v) for v in np.ravel(act_space.high))
+    return EnvSpec(shape, dtype, 0, low, high)

@@ -1,0 +1,103 @@
+"""One command on one machine: the bridge server plus N local actor processes.
+
+Actors are separate Python processes started with `python -m accelrl.bridge.actor` (a fresh
+interpreter, never a fork of this gRPC-using process). A supervisor thread restarts any that
+die while training runs; all of them are stopped when it ends.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from accelrl.config import TrainConfig
+from accelrl.logger import Progress
+
+
+def actor_command(config: TrainConfig, address: str, index: int) -> list[str]:
+    """The command line of local actor `index`."""
+    b = config.bridge
+    command = [
+        sys.executable, "-m", "accelrl.bridge.actor",
+        "--server", address,
+        "--env", b.env,
+        "--num-envs", str(b.envs_per_actor),
+        "--seed", str(config.seed * 1000 + index),
+        "--sticky-actions", str(b.sticky_actions),
+        "--give-up-after", "60",
+    ]
+    if b.tls_cert:
+        command += ["--tls-ca", b.tls_cert]
+    return command
+
+
+class LocalActors:
+    """Starts, supervises (restarts) and stops local actor processes."""
+
+    def __init__(self, config: TrainConfig, address: str, token: str = "") -> None:
+        self.config = config
+        self.address = address
+        self.env = {**os.environ, "ACCELRL_BRIDGE_TOKEN": token}
+        self.env.pop("XLA_FLAGS", None)
+        self.procs: list[subprocess.Popen] = []
+        self.restarts = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._supervise, daemon=True)
+
+    def _start(self, index: int) -> subprocess.Popen:
+        return subprocess.Popen(
+            actor_command(self.config, self.address, index), env=self.env,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def start(self) -> None:
+        self.procs = [self._start(i) for i in range(self.config.bridge.num_actors)]
+        self._thread.start()
+
+    def _supervise(self) -> None:
+        while not self._stop.wait(0.5):
+            for i, proc in enumerate(self.procs):
+                if proc.poll() is not None and not self._stop.is_set():
+                    self.procs[i] = self._start(i)
+                    self.restarts += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+
+
+def train_bridge(config: TrainConfig, run_dir: Path, resume: bool = False,
+                 progress: Progress | None = None) -> object:
+    """`accelrl train <bridge preset>`: serve on 127.0.0.1 with local actors until done."""
+    from accelrl.bridge.server import BridgeServer, run_server
+
+    holder: dict[str, LocalActors] = {}
+
+    def on_listening(host: str, port: int) -> None:
+        (progress or Progress()).line(f"listening on {host}:{port}", force=True)
+        actors = LocalActors(config, f"{host}:{port}", token=config.bridge.token
+                             or os.environ.get("ACCELRL_BRIDGE_TOKEN", ""))
+        holder["actors"] = actors
+        actors.start()
+
+    try:
+        server: BridgeServer = run_server(config, run_dir, resume=resume,
+                                          on_listening=on_listening, progress=progress)
+    finally:
+        if "actors" in holder:
+            holder["actors"].stop()
+    return server

@@ -1,0 +1,526 @@
+"""R2D2 in the fused step: acting, sequence replay and learning in one jitted function.
+
+One iteration: every env takes `r2d2.period` epsilon-greedy steps (Ape-X per-env epsilons);
+each env's window of the last `burn_in + trace_length` steps (with the recurrent state the
+actor had at every step) becomes one new sequence in the prioritised replay; then K learner
+updates sample sequences, train, write back their priorities and periodically refresh the
+target network. While the replay holds fewer than `min_replay_size` sequences the updates are
+computed but masked (branchless). Everything, replay included, lives in `R2D2TrainState`, so
+checkpoints hold the replay contents and priorities and resume exactly.
+
+Multi-device: the env axis is sharded over the 1-D "envs" mesh as for V-trace, and the replay
+has a leading shard axis (one shard per device, sharded the same way): the envs of device d
+insert into shard d, and each update samples batch_size / D sequences from every shard. The
+importance weights use the global probability P(i) = P_shard(i) / D. Unlike V-trace, results on
+D devices are not those of one device (sampling differs), only statistically equivalent.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from accelrl import replay
+from accelrl.config import ConfigError, TrainConfig
+from accelrl.envs import (
+    Discrete,
+    Environment,
+    NormalizeObservation,
+    RunningStats,
+    TimeStep,
+    make_training_env,
+)
+from accelrl.fused import ChunkMetrics, _env_batch_axes, _make_env, make_mesh, num_chunks
+from agents import make_optimizer
+from agents.r2d2 import (
+    R2D2Agent,
+    R2D2Learner,
+    R2D2LossConfig,
+    Sequences,
+    epsilons,
+    keep_if,
+)
+
+
+class R2D2TrainState(struct.PyTreeNode):
+    """Everything needed to resume an R2D2 run exactly, replay included."""
+
+    params: Any
+    target_params: Any
+    opt_state: Any
+    env_state: Any
+    timestep: TimeStep  # the latest, batched; its observation is the next to act on
+    is_first: jax.Array  # [B]
+    carry: Any  # acting LSTM state [B, H] pair
+    prev_action: jax.Array  # [B] int32, the network's extra input
+    prev_reward: jax.Array  # [B]
+    window: Sequences  # [B, L, ...] last L steps per env; start_carry holds every step's carry
+    replay: replay.ReplayState  # leading shard axis [D, ...] on every leaf
+    key: jax.Array
+    iteration: jax.Array  # completed iterations (int32)
+    updates: jax.Array  # learner updates applied (int32; masked ones not counted)
+
+
+def make_r2d2_agent(config: TrainConfig, env: Environment) -> R2D2Agent:
+    """The Q-network for `env` (discrete actions only), shaped by `config.r2d2`."""
+    space = env.action_space
+    if not isinstance(space, Discrete):
+        raise ConfigError(f"r2d2 needs discrete actions; env {config.env.name!r} has {space}")
+    r = config.r2d2
+    return R2D2Agent(
+        obs_shape=tuple(env.observation_space.shape),
+        num_actions=space.num_values,
+        torso_sizes=tuple(r.torso_sizes),
+        lstm_size=r.lstm_size,
+        head_size=r.head_size,
+        recurrent=r.recurrent,
+    )
+
+
+def loss_config(config: TrainConfig) -> R2D2LossConfig:
+    r = config.r2d2
+    return R2D2LossConfig(
+        discount=r.discount,
+        n_step=r.n_step,
+        burn_in=r.burn_in,
+        priority_eta=r.priority_eta,
+        value_rescaling_eps=r.value_rescaling_eps,
+    )
+
+
+def updates_per_iteration(config: TrainConfig) -> int:
+    r = config.r2d2
+    return round(r.replay_ratio * config.env.num_envs / r.batch_size)
+
+
+def _empty_window(agent: R2D2Agent, timestep: TimeStep, num_envs: int, length: int) -> Sequences:
+    obs = timestep.observation  # [B, ...]
+    zeros = lambda dtype, *shape: jnp.zeros((num_envs, length, *shape), dtype)
+    carry = jax.tree.map(
+        lambda c: jnp.zeros((num_envs, length, *c.shape[1:]), c.dtype), agent.initial_carry(1)
+    )
+    return Sequences(
+        observation=zeros(obs.dtype, *obs.shape[1:]),
+        next_observation=zeros(obs.dtype, *obs.shape[1:]),
+        is_first=zeros(bool),
+        prev_action=zeros(jnp.int32),
+        prev_reward=zeros(jnp.float32),
+        action=zeros(jnp.int32),
+        reward=zeros(jnp.float32),
+        terminated=zeros(bool),
+        truncated=zeros(bool),
+        start_carry=carry,
+    )
+
+
+def _sequence_item(window: Sequences) -> Sequences:
+    """Per-env sequences [B, L, ...] from the window: the start carry is step 0's."""
+    return window._replace(start_carry=jax.tree.map(lambda c: c[:, 0], window.start_carry))
+
+
+@dataclass(frozen=True)
+class R2D2FusedTrainer:
+    """Builds the R2D2 train state and runs chunks of fused iterations."""
+
+    config: TrainConfig
+    env: Environment
+    agent: R2D2Agent
+    learner: R2D2Learner
+    schedule: Any  # learner update count -> learning rate
+    mesh: Mesh
+    state_sharding: Any
+
+    @property
+    def num_shards(self) -> int:
+        return self.mesh.size
+
+    @property
+    def sequence_length(self) -> int:
+        return self.config.r2d2.burn_in + self.config.r2d2.trace_length
+
+    @property
+    def steps_per_chunk(self) -> int:
+        c = self.config
+        return c.env.num_envs * c.r2d2.period * c.env.action_repeat * c.iterations_per_chunk
+
+    def init(self, key: jax.Array) -> R2D2TrainState:
+        """A fresh train state, placed on the mesh."""
+        return jax.jit(self._init, out_shardings=self.state_sharding)(key)
+
+    def _init(self, key: jax.Array) -> R2D2TrainState:
+        param_key, env_key, key = jax.random.split(key, 3)
+        params = self.agent.init(param_key)
+        env_state, timestep = self.env.reset(env_key)
+        num_envs = self.config.env.num_envs
+        window = _empty_window(self.agent, timestep, num_envs, self.sequence_length)
+        example = jax.tree.map(lambda x: x[0], _sequence_item(window))
+        capacity = self.config.r2d2.replay_capacity // self.num_shards
+        shard = replay.init(example, capacity)
+        shards = jax.tree.map(lambda x: jnp.broadcast_to(x, (self.num_shards, *x.shape)), shard)
+        return R2D2TrainState(
+            params=params,
+            target_params=params,
+            opt_state=self.learner.init(params),
+            env_state=env_state,
+            timestep=timestep,
+            is_first=jnp.ones((num_envs,), bool),
+            carry=self.agent.initial_carry(num_envs),
+            prev_action=jnp.zeros((num_envs,), jnp.int32),
+            prev_reward=jnp.zeros((num_envs,), jnp.float32),
+            window=window,
+            replay=shards,
+            key=key,
+            iteration=jnp.zeros((), jnp.int32),
+            updates=jnp.zeros((), jnp.int32),
+        )
+
+    def compile_chunk(self, state: R2D2TrainState) -> Any:
+        """AOT-compile `run_chunk` for `state`'s shapes (donating the state)."""
+        replicated = NamedSharding(self.mesh, PartitionSpec())
+        jitted = jax.jit(
+            self.run_chunk,
+            in_shardings=(self.state_sharding,),
+            out_shardings=(self.state_sharding, replicated),
+            donate_argnums=0,
+        )
+        return jitted.lower(state).compile()
+
+    def run_chunk(self, state: R2D2TrainState) -> tuple[R2D2TrainState, ChunkMetrics]:
+        """`iterations_per_chunk` fused iterations; pure, for jit."""
+        start = state.iteration
+        state, per_iteration = jax.lax.scan(
+            self._iteration, state, None, length=self.config.iterations_per_chunk
+        )
+        returns, lengths, episodes, losses, finite = per_iteration
+        bad = jnp.logical_not(finite)
+        first_bad = jnp.where(jnp.any(bad), start + jnp.argmax(bad), -1)
+        metrics = ChunkMetrics(
+            episode_return_sum=returns.sum(),
+            episode_length_sum=lengths.sum(),
+            episodes=episodes.sum(),
+            learning_rate=jnp.asarray(self.schedule(state.updates), jnp.float32),
+            first_nonfinite_iteration=first_bad.astype(jnp.int32),
+            losses=jax.tree.map(jnp.mean, losses),
+        )
+        return state, metrics
+
+    def _iteration(self, state: R2D2TrainState, _: None) -> tuple[R2D2TrainState, tuple]:
+        r = self.config.r2d2
+        state, steps = self._rollout(state)
+        record, episode_return, episode_length = steps
+        done = jnp.logical_or(record.terminated, record.truncated)
+        episode_stats = (
+            jnp.sum(jnp.where(done, episode_return, 0.0)),
+            jnp.sum(jnp.where(done, episode_length, 0)),
+            jnp.sum(done),
+        )
+        # Shift the window by `period` steps: [B, L - period] old + [B, period] new.
+        new = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), record)
+        window = jax.tree.map(
+            lambda w, n: jnp.concatenate([w[:, r.period :], n], axis=1), state.window, new
+        )
+        num_envs = self.config.env.num_envs
+        full = (state.iteration + 1) * r.period >= self.sequence_length
+        shards = self.num_shards
+        by_shard = lambda x: x.reshape(shards, x.shape[0] // shards, *x.shape[1:])
+        items = jax.tree.map(by_shard, _sequence_item(window))
+        valid = jnp.broadcast_to(full, (shards, num_envs // shards))
+        insert = jax.vmap(replay.insert, in_axes=(0, 0, 0, None))
+        buffer = insert(state.replay, items, valid, r.priority_exponent)
+        state = state.replace(window=window, replay=buffer)
+
+        ready = jnp.sum(buffer.size) >= r.min_replay_size
+        key, update_key = jax.random.split(state.key)
+        learn = (state.params, state.target_params, state.opt_state, state.replay, state.updates)
+        learn, metrics = jax.lax.scan(
+            lambda carry, k: self._update(carry, k, ready),
+            learn,
+            jax.random.split(update_key, updates_per_iteration(self.config)),
+        )
+        params, target_params, opt_state, buffer, updates = learn
+        losses = {
+            "loss": metrics.loss,
+            "q_mean": metrics.q_mean,
+            "td_abs": metrics.td_abs,
+            "grad_norm": metrics.grad_norm,
+        }
+        losses = jax.tree.map(lambda x: jnp.where(ready, jnp.mean(x), 0.0), losses)
+        losses["replay_fill"] = jnp.sum(buffer.size) / r.replay_capacity
+        finite = jnp.logical_or(jnp.logical_not(ready), jnp.all(metrics.finite))
+        state = state.replace(
+            params=params,
+            target_params=target_params,
+            opt_state=opt_state,
+            replay=buffer,
+            updates=updates,
+            key=key,
+            iteration=state.iteration + 1,
+        )
+        return state, (*episode_stats, losses, finite)
+
+    def _update(self, carry: tuple, key: jax.Array, ready: jax.Array) -> tuple[tuple, Any]:
+        r = self.config.r2d2
+        params, target_params, opt_state, buffer, updates = carry
+        shards = self.num_shards
+        per_shard = r.batch_size // shards
+        sample = jax.vmap(replay.sample, in_axes=(0, 0, None))
+        index, probability, items = sample(buffer, jax.random.split(key, shards), per_shard)
+        batch = jax.tree.map(lambda x: x.reshape(r.batch_size, *x.shape[2:]), items)
+        probability = probability.reshape(r.batch_size) / shards
+        stored = jnp.maximum(jnp.sum(buffer.size), 1).astype(jnp.float32)
+        weights = jnp.where(
+            probability > 0,
+            (stored * jnp.maximum(probability, 1e-30)) ** -r.importance_exponent,
+            0.0,
+        )
+        weights = weights / jnp.maximum(jnp.max(weights), 1e-30)
+        new_params, new_target, new_opt, priorities, metrics = self.learner.update(
+            params, target_params, opt_state, updates, batch, weights
+        )
+        apply = jnp.logical_and(ready, metrics.finite)
+        set_priorities = jax.vmap(replay.update_priorities, in_axes=(0, 0, 0, None))
+        new_buffer = set_priorities(
+            buffer, index, priorities.reshape(shards, per_shard), r.priority_exponent
+        )
+        # Only the priorities changed in the replay: select those, never the stored items.
+        tree, max_priority = keep_if(
+            apply,
+            (new_buffer.tree, new_buffer.max_priority),
+            (buffer.tree, buffer.max_priority),
+        )
+        buffer = buffer._replace(tree=tree, max_priority=max_priority)
+        carry = keep_if(
+            apply,
+            (new_params, new_target, new_opt, updates + 1),
+            (params, target_params, opt_state, updates),
+        )
+        return (*carry[:3], buffer, carry[3]), metrics
+
+    def _rollout(self, state: R2D2TrainState) -> tuple[R2D2TrainState, tuple]:
+        params = state.params
+        r = self.config.r2d2
+        eps = jnp.asarray(epsilons(self.config.env.num_envs, r.epsilon_base, r.epsilon_alpha))
+
+        def step(state: R2D2TrainState, _: None) -> tuple[R2D2TrainState, tuple]:
+            key, act_key = jax.random.split(state.key)
+            observation = state.timestep.observation
+            carry, action, _ = self.agent.act(
+                params,
+                state.carry,
+                observation,
+                state.prev_action,
+                state.prev_reward,
+                state.is_first,
+                eps,
+                act_key,
+            )
+            env_state, timestep = self.env.step(state.env_state, action)
+            record = Sequences(
+                observation=observation,
+                next_observation=timestep.info["final_observation"],
+                is_first=state.is_first,
+                prev_action=state.prev_action,
+                prev_reward=state.prev_reward,
+                action=action,
+                reward=timestep.reward.astype(jnp.float32),
+                terminated=timestep.terminated,
+                truncated=timestep.truncated,
+                start_carry=state.carry,
+            )
+            state = state.replace(
+                env_state=env_state,
+                timestep=timestep,
+                is_first=timestep.done,
+                carry=carry,
+                prev_action=action,
+                prev_reward=timestep.reward.astype(jnp.float32),
+                key=key,
+            )
+            stats = (timestep.info["episode_return"], timestep.info["episode_length"])
+            return state, (record, *stats)
+
+        return jax.lax.scan(step, state, None, length=r.period)
+
+
+def _available_bytes(device: jax.Device) -> int | None:
+    """Free memory of `device` (host memory for CPU devices); None when unknown."""
+    try:
+        stats = device.memory_stats()
+    except Exception:  # noqa: BLE001 - backends without memory statistics raise various errors
+        stats = None
+    if stats and "bytes_limit" in stats:
+        return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except ImportError:
+        try:
+            return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return None
+
+
+def check_replay_memory(replay_bytes: int, mesh: Mesh, available: int | None = None) -> None:
+    """Refuse a replay that does not fit: ConfigError with bytes needed and available.
+
+    On accelerators each device holds one shard (replay_bytes / D) and is checked alone; CPU
+    devices share the host's memory, so the whole replay is checked against it.
+    """
+    device = mesh.devices.flat[0]
+    cpu = device.platform == "cpu"
+    needed = replay_bytes if cpu else -(-replay_bytes // mesh.size)
+    if available is None:
+        available = _available_bytes(device)
+    if available is not None and needed > available:
+        where = "host memory (CPU devices)" if cpu else f"{device.platform} device {device.id}"
+        raise ConfigError(
+            f"the replay needs {needed:,} bytes ({needed / 2**30:.2f} GiB"
+            f"{'' if cpu else ' per device'}) but only {available:,} bytes "
+            f"({available / 2**30:.2f} GiB) are available on {where}; lower "
+            f"r2d2.replay_capacity or the sequence length"
+        )
+
+
+def make_r2d2_trainer(
+    config: TrainConfig, devices: Sequence[jax.Device] | None = None
+) -> R2D2FusedTrainer:
+    """Assemble env, agent, learner, replay layout and shardings for an R2D2 `config`."""
+    r = config.r2d2
+    mesh = make_mesh(config.env.num_envs, devices)
+    shards = mesh.size
+    for name, value in [
+        ("r2d2.batch_size", r.batch_size),
+        ("r2d2.replay_capacity", r.replay_capacity),
+    ]:
+        if value % shards:
+            raise ConfigError(f"{name}={value} must divide by the number of devices ({shards})")
+    env = _make_env(config, config.env.num_envs)
+    agent = make_r2d2_agent(config, env)
+    total_updates = num_chunks(config) * config.iterations_per_chunk
+    total_updates *= updates_per_iteration(config)
+    optimizer, schedule = make_optimizer(
+        learning_rate=r.learning_rate,
+        max_grad_norm=r.max_grad_norm,
+        schedule=r.lr_schedule,
+        total_updates=max(total_updates, 1),
+        adam_eps=r.adam_eps,
+    )
+    learner = R2D2Learner(agent, optimizer, loss_config(config), r.target_update_period)
+    trainer = R2D2FusedTrainer(config, env, agent, learner, schedule, mesh, None)
+    abstract = jax.eval_shape(trainer._init, jax.random.PRNGKey(0))
+    check_replay_memory(replay.nbytes(abstract.replay), mesh)
+
+    sharded = NamedSharding(mesh, PartitionSpec("envs"))
+    replicated = NamedSharding(mesh, PartitionSpec())
+    pick = lambda is_batched: sharded if is_batched else replicated
+    env_part = jax.tree.map(pick, _env_batch_axes(config))
+    all_ = lambda tree, s: jax.tree.map(lambda _: s, tree)
+    state_sharding = R2D2TrainState(
+        params=all_(abstract.params, replicated),
+        target_params=all_(abstract.target_params, replicated),
+        opt_state=all_(abstract.opt_state, replicated),
+        env_state=env_part[0],
+        timestep=env_part[1],
+        is_first=sharded,
+        carry=all_(abstract.carry, sharded),
+        prev_action=sharded,
+        prev_reward=sharded,
+        window=all_(abstract.window, sharded),
+        replay=all_(abstract.replay, sharded),
+        key=replicated,
+        iteration=replicated,
+        updates=replicated,
+    )
+    return R2D2FusedTrainer(config, env, agent, learner, schedule, mesh, state_sharding)
+
+
+def evaluate_greedy(
+    config: TrainConfig,
+    params: Any,
+    episodes: int,
+    seed: int = 0,
+    obs_stats: RunningStats | None = None,
+) -> Any:
+    """One greedy-Q episode in each of `episodes` envs; returns accelrl.evaluate.EvalResult."""
+    from accelrl.evaluate import STEP_CAP, EvalResult
+
+    e = config.env
+    env = make_training_env(e.name, episodes, max_steps=e.max_steps, action_repeat=e.action_repeat)
+    if e.normalize_observation:
+        if obs_stats is None:
+            raise ValueError("config normalises observations: pass the trained obs_stats")
+        env = NormalizeObservation(env, update=False, initial_stats=obs_stats)
+    agent = make_r2d2_agent(config, env)
+    cap = env.default_max_steps or STEP_CAP
+    greedy = jnp.zeros((episodes,), jnp.float32)
+
+    @jax.jit
+    def run(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        env_state, timestep = env.reset(key)
+        zeros = jnp.zeros((episodes,), jnp.float32)
+        init = (
+            env_state,
+            timestep,
+            jnp.ones((episodes,), bool),
+            agent.initial_carry(episodes),
+            jnp.zeros((episodes,), jnp.int32),
+            zeros,
+            zeros,
+            zeros,
+            jnp.zeros((episodes,), bool),
+            jnp.zeros((), jnp.int32),
+        )
+
+        def running(loop: tuple) -> jax.Array:
+            *_, finished, steps = loop
+            return jnp.logical_and(jnp.logical_not(jnp.all(finished)), steps < cap)
+
+        def body(loop: tuple) -> tuple:
+            env_state, timestep, is_first, carry, prev_a, prev_r, returns, lengths, finished, n = (
+                loop
+            )
+            carry, action, _ = agent.act(
+                params, carry, timestep.observation, prev_a, prev_r, is_first, greedy, key
+            )
+            env_state, timestep = env.step(env_state, action)
+            newly = jnp.logical_and(timestep.done, jnp.logical_not(finished))
+            returns = jnp.where(newly, timestep.info["episode_return"], returns)
+            lengths = jnp.where(newly, timestep.info["episode_length"], lengths)
+            finished = jnp.logical_or(finished, timestep.done)
+            reward = timestep.reward.astype(jnp.float32)
+            return (
+                env_state,
+                timestep,
+                timestep.done,
+                carry,
+                action,
+                reward,
+                returns,
+                lengths,
+                finished,
+                n + 1,
+            )
+
+        out = jax.lax.while_loop(running, body, init)
+        return out[6], out[7], out[8]
+
+    returns, lengths, finished = jax.device_get(run(jax.random.PRNGKey(seed)))
+    if not finished.any():
+        raise RuntimeError(f"no episode finished within {cap} steps")
+    returns, lengths = returns[finished], lengths[finished]
+    return EvalResult(
+        mean_return=float(np.mean(returns)),
+        std_return=float(np.std(returns)),
+        mean_length=float(np.mean(lengths)),
+        episodes=int(finished.sum()),
+        returns=[float(x) for x in returns],
+    )

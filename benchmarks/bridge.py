@@ -1,0 +1,289 @@
+"""Bridge throughput: env steps/s against actors x envs per actor, with its floor and ceiling.
+
+For each (env, actors, E) it measures, on the same cores and in the same run:
+  bridge  - real actor processes -> BridgeServer (jitted inference, learner paused), env steps/s;
+            inference batch sizes and server-side act latency p50/p99 (arrival -> actions ready);
+  echo    - the same number of client processes sending messages of the same size and count
+            to a raw grpc.aio echo server (the transport floor the bridge sits on);
+  local   - the same envs stepped in the same number of processes without any bridge.
+
+    .venv/bin/python benchmarks/bridge.py            # trivial env and Atari Pong
+    .venv/bin/python benchmarks/bridge.py --quick    # fewer, shorter points
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+CHILD_ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
+
+
+# ----------------------------------------------------------------------------- child roles
+
+
+def role_local(env_id: str, num_envs: int, seconds: float) -> dict:
+    from accelrl.bridge.envs import env_spec, make_env
+
+    envs = [make_env(env_id) for _ in range(num_envs)]
+    spec = env_spec(envs[0])
+    for i, env in enumerate(envs):
+        env.reset(seed=i)
+    rng = np.random.default_rng(0)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        actions = rng.integers(0, spec.num_actions, num_envs)
+        for env, a in zip(envs, actions, strict=True):
+            _, _, term, trunc, _ = env.step(int(a))
+            if term or trunc:
+                env.reset()
+        steps += num_envs
+    return {"steps_per_s": steps / (time.perf_counter() - start)}
+
+
+def role_echo_client(port: int, env_id: str, num_envs: int, seconds: float) -> dict:
+    import grpc
+
+    from accelrl.bridge import bridge_pb2 as pb
+    from accelrl.bridge.codec import encode_steps
+    from accelrl.bridge.envs import env_spec, make_env
+
+    spec = env_spec(make_env(env_id))
+    obs = np.zeros((num_envs, *spec.observation_shape), spec.observation_dtype)
+    final = np.zeros((0, *spec.observation_shape), spec.observation_dtype)
+
+    async def run() -> dict:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.stream_stream(
+                "/accelrl.bridge.ActorBridge/Act", request_serializer=None,
+                response_deserializer=pb.ServerMessage.FromString)()
+            steps, start, latencies = 0, time.perf_counter(), []
+            ids = np.arange(num_envs)
+            while time.perf_counter() - start < seconds:
+                t0 = time.perf_counter()
+                # build the message each time, as the actor does
+                message = encode_steps(ids, obs, np.zeros(num_envs), np.zeros(num_envs, bool),
+                                       np.zeros(num_envs, bool), final)
+                await call.write(message.SerializeToString())
+                await call.read()
+                latencies.append(time.perf_counter() - t0)
+                steps += num_envs
+            await call.done_writing()
+            elapsed = time.perf_counter() - start
+        return {"steps_per_s": steps / elapsed, "p50_ms": 1e3 * float(np.percentile(latencies, 50)),
+                "p99_ms": 1e3 * float(np.percentile(latencies, 99))}
+
+    return asyncio.run(run())
+
+
+# ----------------------------------------------------------------------------- orchestration
+
+
+def children(args_list: list[list[str]]) -> list[dict]:
+    procs = [subprocess.Popen([sys.executable, __file__, *a], cwd=ROOT, env=CHILD_ENV,
+                              stdout=subprocess.PIPE, text=True) for a in args_list]
+    results = []
+    for p in procs:
+        out, _ = p.communicate(timeout=300)
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
+
+
+class EchoServer:
+    """grpc.aio server replying to each message with an Actions message of E actions."""
+
+    def __init__(self) -> None:
+        import grpc
+
+        self.grpc = grpc
+        self.port = None
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
+        self._thread.start()
+        self._ready.wait(30)
+
+    async def _main(self) -> None:
+        grpc = self.grpc
+        from accelrl.bridge import bridge_pb2 as pb
+        from accelrl.bridge.codec import encode_tensor
+
+        replies: dict[int, bytes] = {}
+
+        async def act(requests, context):  # noqa: ANN001
+            async for raw in requests:
+                message = pb.ActorMessage.FromString(raw)
+                n = len(message.steps.env_ids)
+                if n not in replies:
+                    replies[n] = pb.ServerMessage(actions=pb.Actions(
+                        action=encode_tensor(np.zeros(n, np.int32)))).SerializeToString()
+                yield replies[n]
+
+        handler = grpc.stream_stream_rpc_method_handler(act, request_deserializer=None,
+                                                        response_serializer=None)
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 << 20)])
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "accelrl.bridge.ActorBridge", {"Act": handler}),))
+        self.port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        self._stop = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        self._ready.set()
+        await self._stop.wait()
+        await server.stop(0)
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+
+class BridgeUnderTest:
+    """A BridgeServer with its learner paused, serving in a thread of this process."""
+
+    def __init__(self, preset: str, overrides: list[str]) -> None:
+        from accelrl.bridge.server import BridgeServer
+        from accelrl.config import apply_overrides
+        from accelrl.logger import Progress
+        from configs import load_preset
+
+        config = apply_overrides(load_preset(preset), overrides)
+        run_dir = Path("/tmp") / f"accelrl-bench-bridge-{os.getpid()}"
+        self.server = BridgeServer(config, run_dir, progress=Progress(interval=1e9),
+                                   learn=False)
+        self.config = config
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(self.server.serve(on_listening=lambda h, p: ready.set())),
+            daemon=True)
+        self._thread.start()
+        ready.wait(120)
+
+    def measure(self, actors: int, num_envs: int, seconds: float) -> dict:
+        port = self.server.port
+        procs = [subprocess.Popen(
+            [sys.executable, "-m", "accelrl.bridge.actor", "--server", f"127.0.0.1:{port}",
+             "--env", self.config.bridge.env, "--num-envs", str(num_envs), "--seed", str(i),
+             "--give-up-after", "30"], cwd=ROOT, env=CHILD_ENV) for i in range(actors)]
+        try:
+            deadline = time.monotonic() + 120
+            while self.server.actors < actors and time.monotonic() < deadline:
+                time.sleep(0.1)
+            connected = self.server.actors
+            time.sleep(2.0)  # warm up
+            batcher = self.server.core_batcher
+            batcher.latencies.clear()
+            batcher.batch_sizes.clear()
+            start_steps, start = self.server.env_steps_received, time.perf_counter()
+            time.sleep(seconds)
+            steps = self.server.env_steps_received - start_steps
+            elapsed = time.perf_counter() - start
+            lat = np.asarray(batcher.latencies) * 1e3
+            sizes = np.asarray(batcher.batch_sizes)
+        finally:
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                p.wait(10)
+        return {"steps_per_s": steps / elapsed, "actors_connected": connected,
+                "refused": self.server.refused,
+                "batch_mean": float(sizes.mean()) if sizes.size else 0.0,
+                "p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
+                "p99_ms": float(np.percentile(lat, 99)) if lat.size else None}
+
+    def close(self) -> None:
+        self.server.done.set()
+        self._thread.join(30)
+
+
+def bench(env_id: str, preset: str, overrides: list[str], points: list[tuple[int, int]],
+          seconds: float) -> list[dict]:
+    rows = []
+    bridge = BridgeUnderTest(preset, [f"bridge.env={env_id}", *overrides])
+    try:
+        bridged = [bridge.measure(a, e, seconds) for a, e in points]
+    finally:
+        bridge.close()
+    echo = EchoServer()
+    try:
+        echoed = [children([["--role", "echo", "--port", str(echo.port), "--env", env_id,
+                             "--num-envs", str(e), "--seconds", str(seconds)]] * a)
+                  for a, e in points]
+    finally:
+        echo.close()
+    for (a, e), b, ech in zip(points, bridged, echoed, strict=True):
+        local = children([["--role", "local", "--env", env_id, "--num-envs", str(e),
+                           "--seconds", str(min(seconds, 3.0))]] * a)
+        echo_sps = sum(r["steps_per_s"] for r in ech)
+        local_sps = sum(r["steps_per_s"] for r in local)
+        row = {"env": env_id, "actors": a, "envs_per_actor": e,
+               "bridge_sps": b["steps_per_s"], "echo_sps": echo_sps, "local_sps": local_sps,
+               "bridge/echo": b["steps_per_s"] / echo_sps,
+               "bridge/local": b["steps_per_s"] / local_sps,
+               "batch_mean": b["batch_mean"], "act_p50_ms": b["p50_ms"],
+               "act_p99_ms": b["p99_ms"], "actors_connected": b["actors_connected"],
+               "echo_rtt_p50_ms": ech[0]["p50_ms"],
+               "echo_rtt_p99_ms": ech[0]["p99_ms"]}
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--role", choices=["local", "echo"])
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--env")
+    parser.add_argument("--num-envs", type=int)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-pong", action="store_true")
+    args = parser.parse_args()
+    if args.role == "local":
+        print(json.dumps(role_local(args.env, args.num_envs, args.seconds)))
+        return
+    if args.role == "echo":
+        print(json.dumps(role_echo_client(args.port, args.env, args.num_envs, args.seconds)))
+        return
+
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    seconds = 3.0 if args.quick else args.seconds
+    trivial_points = [(1, 1), (1, 32), (2, 32)] if args.quick else [
+        (1, 1), (1, 8), (1, 32), (2, 8), (2, 32), (4, 32)]
+    common = ["bridge.max_batch=128", "bridge.max_envs=512", "bridge.deadline_ms=2"]
+    rows = bench("trivial:4", "cartpole_vtrace_bridge", common, trivial_points, seconds)
+    if not args.no_pong:
+        pong_points = [(2, 8)] if args.quick else [(1, 8), (2, 8), (2, 16)]
+        rows += bench("gymnasium:ALE/Pong-v5", "pong_vtrace_bridge",
+                      ["bridge.max_batch=64", "bridge.deadline_ms=5"], pong_points, seconds)
+    from common import load_average, write_result
+
+    columns = ["env", "actors", "envs_per_actor", "bridge_sps", "echo_sps", "local_sps",
+               "bridge/echo", "bridge/local", "batch_mean", "act_p50_ms", "act_p99_ms",
+               "echo_rtt_p50_ms", "echo_rtt_p99_ms"]
+    write_result("bridge", {
+        "title": "Actor bridge throughput (loopback, learner paused)",
+        "load_average": load_average(),
+        "rows": rows,
+        "tables": [{"title": "env steps/s", "columns": columns,
+                    "rows": [[r[c] for c in columns] for r in rows],
+                    "note": "bridge: actors -> server with jitted inference; echo: raw grpc.aio "
+                            "echo of the same messages; local: the envs alone, same processes."}],
+    })
+
+
+if __name__ == "__main__":
+    main()

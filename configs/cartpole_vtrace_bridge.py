@@ -1,0 +1,34 @@
+"""gymnasium's CartPole-v1 in actor processes, trained through the bridge with V-trace.
+
+Two local actors x 8 envs; each learner update takes 16 unrolls of 32 steps. The actors keep
+acting while the learner updates, so later epochs see some policy lag, which V-trace corrects.
+"""
+
+from accelrl.config import AgentConfig, BridgeConfig, EnvConfig, TrainConfig
+
+
+def config() -> TrainConfig:
+    return TrainConfig(
+        env=EnvConfig(name="cartpole", num_envs=16),
+        agent=AgentConfig(
+            hidden_sizes=(64, 64),
+            activation="tanh",
+            unroll_length=32,
+            num_epochs=4,
+            num_minibatches=4,
+            learning_rate=1e-3,
+            lr_schedule="linear",
+            entropy_cost=0.01,
+        ),
+        bridge=BridgeConfig(
+            env="gymnasium:CartPole-v1",
+            num_actors=2,
+            envs_per_actor=8,
+            max_batch=16,
+            deadline_ms=2.0,
+            batch_unrolls=16,
+            queue_size=8,
+        ),
+        total_env_steps=300_000,
+        eval_episodes=0,
+    )

@@ -1,0 +1,25 @@
+"""gymnasium's CartPole-v1 in actor processes learns through the bridge (`accelrl train`)."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from bridge_helpers import ENV, ROOT, read_scalars
+
+
+@pytest.mark.slow
+def test_cartpole_through_bridge_reaches_475(tmp_path):
+    run = tmp_path / "run"
+    out = subprocess.run(
+        [sys.executable, "-m", "accelrl.cli", "train", "cartpole_vtrace_bridge",
+         "--run-dir", str(run), "total_env_steps=150000"],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    returns = [value for _, value in read_scalars(run)["charts/episodic_return"]]
+    # mean over 5 consecutive log windows (about 25 episodes once it balances)
+    windows = np.convolve(returns, np.ones(5) / 5, mode="valid")
+    assert windows.max() >= 475, (returns, out.stdout[-2000:])
+    assert "listening on 127.0.0.1:" in out.stdout
+    assert (run / "checkpoints").exists()

@@ -1,0 +1,125 @@
+"""The bridge protocol: generated code in sync with the .proto, a JAX-free actor, the codec."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from accelrl.bridge import bridge_pb2 as pb
+from accelrl.bridge.codec import (
+    EnvSpec,
+    ProtocolError,
+    decode_steps,
+    decode_tensor,
+    encode_steps,
+    encode_tensor,
+    handshake_message,
+    spec_from_handshake,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = EnvSpec((4,), "float32", num_actions=2)
+
+
+def test_generated_code_matches_proto(tmp_path):
+    pytest.importorskip("grpc_tools")
+    (tmp_path / "accelrl" / "bridge").mkdir(parents=True)
+    (tmp_path / "accelrl/bridge/bridge.proto").write_bytes(
+        (ROOT / "accelrl/bridge/bridge.proto").read_bytes()
+    )
+    subprocess.run(
+        [sys.executable, "-m", "grpc_tools.protoc", "-I.", "--python_out=.",
+         "--grpc_python_out=.", "accelrl/bridge/bridge.proto"],
+        cwd=tmp_path, check=True, timeout=60,
+    )
+    for name in ("bridge_pb2.py", "bridge_pb2_grpc.py"):
+        fresh = (tmp_path / "accelrl/bridge" / name).read_text()
+        checked_in = (ROOT / "accelrl/bridge" / name).read_text()
+        assert fresh == checked_in, f"{name} is stale: run `make proto`"
+
+
+def test_actor_imports_without_jax():
+    code = (
+        "import sys\n"
+        "for name in ('jax', 'jaxlib', 'flax', 'optax'):\n"
+        "    sys.modules[name] = None  # any import of them raises ImportError\n"
+        "import accelrl.bridge.actor as actor\n"
+        "import accelrl.bridge.envs, accelrl.bridge.grf\n"
+        "env = actor.make_env('gymnasium:CartPole-v1')\n"
+        "print(actor.env_spec(env))\n"
+        "assert not any(m.startswith('jax') for m in sys.modules if sys.modules[m])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "float32" in out.stdout
+
+
+def test_tensor_roundtrip_and_checks():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = decode_tensor(encode_tensor(x), "x", "float32", (3, 4))
+    np.testing.assert_array_equal(x, y)
+    with pytest.raises(ProtocolError, match="dtype"):
+        decode_tensor(encode_tensor(x), "x", "uint8", (3, 4))
+    with pytest.raises(ProtocolError, match="shape"):
+        decode_tensor(encode_tensor(x), "x", "float32", (4, 3))
+    bad = encode_tensor(x)
+    bad.data = bad.data[:-1]
+    with pytest.raises(ProtocolError, match="bytes"):
+        decode_tensor(bad, "x", "float32", (3, 4))
+    with pytest.raises(ProtocolError, match="not allowed"):
+        decode_tensor(pb.Tensor(dtype="object", shape=[1], data=b"x"), "x")
+    with pytest.raises(ProtocolError, match="exceed"):
+        decode_tensor(pb.Tensor(dtype="float32", shape=[1 << 40], data=b""), "x")
+
+
+def _steps(ids, reward=None, obs=None, terminated=None, final=None):
+    n = len(ids)
+    obs = np.zeros((n, 4), np.float32) if obs is None else obs
+    reward = np.zeros(n, np.float32) if reward is None else reward
+    terminated = np.zeros(n, bool) if terminated is None else terminated
+    final = np.zeros((int(terminated.sum()), 4), np.float32) if final is None else final
+    return encode_steps(np.asarray(ids), obs, reward, terminated, np.zeros(n, bool), final).steps
+
+
+def test_decode_steps_validates():
+    owned = np.zeros(16, bool)
+    owned[[3, 4, 5]] = True
+    ok = decode_steps(_steps([3, 5], terminated=np.array([True, False])), SPEC, owned)
+    assert ok.final_observation.shape == (1, 4)
+    cases = {
+        "not yours": _steps([3, 6]),
+        "repeat": _steps([3, 3]),
+        "finite": _steps([3], reward=np.array([np.nan], np.float32)),
+        "dtype": _steps([3], obs=np.zeros((1, 4), np.float64)),
+        "shape": _steps([3], obs=np.zeros((1, 5), np.float32)),
+        "final_observation": _steps([3], terminated=np.array([True]),
+                                    final=np.zeros((0, 4), np.float32)),
+    }
+    for fragment, steps in cases.items():
+        with pytest.raises(ProtocolError, match=fragment):
+            decode_steps(steps, SPEC, owned)
+
+
+def test_handshake_spec_roundtrip():
+    spec = EnvSpec((84, 84), "uint8", 6)
+    assert spec_from_handshake(handshake_message(spec, "x", 8).handshake) == spec
+    box = EnvSpec((3,), "float32", 0, (-2.0,), (2.0,))
+    assert spec_from_handshake(handshake_message(box, "x", 8).handshake) == box
+
+
+def test_server_frame_stack():
+    """Frames stack on the server along a new last axis; an episode start repeats the frame."""
+    from accelrl.bridge.server import SlotTable
+
+    table = SlotTable(4, 3, (2, 2, 4), "uint8", 4, (), "int32", ())
+    slots = np.array([1, 2])
+    frames = np.stack([np.full((2, 2), 1, np.uint8), np.full((2, 2), 2, np.uint8)])
+    first = table.stack(slots, frames, np.array([True, True]))
+    assert first.shape == (2, 2, 2, 4) and np.all(first[0] == 1) and np.all(first[1] == 2)
+    table.pending_obs[slots] = first
+    nxt = table.stack(slots, frames + 10, np.array([False, True]))
+    np.testing.assert_array_equal(nxt[0, 0, 0], [1, 1, 1, 11])
+    np.testing.assert_array_equal(nxt[1, 0, 0], [12, 12, 12, 12])

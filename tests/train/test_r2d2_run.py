@@ -1,0 +1,116 @@
+"""R2D2 through the real host loop: resume with the replay, outputs, memory refusal, eval."""
+
+import json
+import struct
+
+import jax
+import numpy as np
+import pytest
+from tensorboardX.proto import event_pb2
+
+from accelrl.config import ConfigError, apply_overrides
+from accelrl.evaluate import evaluate_run
+from accelrl.fused import make_fused_trainer, make_mesh
+from accelrl.fused_r2d2 import check_replay_memory
+from accelrl.train import train
+from configs import load_preset
+
+SMALL = [
+    "env.num_envs=4",
+    "r2d2.torso_sizes=[16]",
+    "r2d2.lstm_size=16",
+    "r2d2.head_size=16",
+    "r2d2.burn_in=2",
+    "r2d2.trace_length=6",
+    "r2d2.period=4",
+    "r2d2.batch_size=8",
+    "r2d2.replay_capacity=64",
+    "r2d2.min_replay_size=8",
+    "r2d2.replay_ratio=2",  # 1 update per iteration
+    "r2d2.target_update_period=3",
+    "iterations_per_chunk=2",
+    "total_env_steps=192",  # 6 chunks of 32 env steps
+    "checkpoint_every_chunks=1",
+    "eval_episodes=0",
+]
+
+
+def read_scalars(run_dir):
+    """{tag: [(step, value), ...]} from the run's event files (TFRecord framing)."""
+    scalars = {}
+    for path in sorted(run_dir.glob("events.out.tfevents.*")):
+        data, offset = path.read_bytes(), 0
+        while offset < len(data):
+            (length,) = struct.unpack("<Q", data[offset : offset + 8])
+            event = event_pb2.Event.FromString(data[offset + 12 : offset + 12 + length])
+            offset += 12 + length + 4
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return scalars
+
+
+def small_config(*extra):
+    return apply_overrides(load_preset("cartpole_r2d2"), [*SMALL, *extra])
+
+
+def test_resume_gives_identical_parameters_and_replay(tmp_path):
+    config = small_config()
+    straight = train(config, tmp_path / "straight")
+    train(config, tmp_path / "split", max_chunks=3)
+    resumed = train(config, tmp_path / "split", resume=True)
+    state = straight.state
+    assert int(state.iteration) == int(resumed.state.iteration) == 12
+    # Learning ran (min fill 8 reached at iteration 2 of 0..11) and wrote priorities back.
+    assert int(state.updates) == 10
+    leaves = np.asarray(state.replay.tree)[0, 64:128]
+    assert len(np.unique(leaves[leaves > 0])) > 2
+    assert int(state.replay.size.sum()) == 44  # full windows from iteration 1 on, x 4 envs
+    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(resumed.state), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    changed = jax.tree.map(
+        lambda p, t: np.any(np.asarray(p) != np.asarray(t)), state.params, state.target_params
+    )
+    assert any(jax.tree.leaves(changed))  # target lags the online network (period 3, 10 updates)
+
+
+def test_outputs_logs_and_eval(tmp_path):
+    train(small_config(), tmp_path)
+    scalars = read_scalars(tmp_path)
+    for tag in [
+        "charts/episodic_return",
+        "charts/SPS",
+        "losses/loss",
+        "losses/q_mean",
+        "losses/td_abs",
+        "losses/replay_fill",
+    ]:
+        assert tag in scalars, tag
+    assert [step for step, _ in scalars["charts/SPS"]] == [32, 64, 96, 128, 160, 192]
+    fill = [value for _, value in scalars["losses/replay_fill"]]
+    assert fill == sorted(fill) and fill[-1] > 0
+    report = evaluate_run(tmp_path, episodes=3)
+    assert report.episodes == 3 and 1 <= report.mean_return <= 500
+    assert json.loads((tmp_path / "eval.json").read_text())["checkpoint_iteration"] == 12
+
+
+def test_replay_too_large_is_refused_before_anything_runs():
+    config = small_config("r2d2.replay_capacity=2000000000", "r2d2.min_replay_size=8")
+    with pytest.raises(ConfigError, match=r"replay needs [\d,]+ bytes .* only [\d,]+ bytes"):
+        make_fused_trainer(config)
+    mesh = make_mesh(4)
+    with pytest.raises(ConfigError, match="needs 1,000 bytes.*only 999 bytes"):
+        check_replay_memory(1000, mesh, available=999)
+    check_replay_memory(1000, mesh, available=1000)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("r2d2.replay_ratio=3", "whole number"),
+        ("r2d2.period=9", "period"),
+        ("r2d2.min_replay_size=65", "min_replay_size"),
+    ],
+)
+def test_bad_r2d2_configs_are_config_errors(override, message):
+    with pytest.raises(ConfigError, match=message):
+        small_config(override)
