@@ -24,7 +24,7 @@ train: $(STAMP)
 	$(BIN)/accelrl train $(PRESET) $(ARGS)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(ARGS)
+	$(BIN)/python -m pytest -q -n 2 --durations=15 $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
