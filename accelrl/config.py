@@ -245,8 +245,7 @@ def validate(config: TrainConfig) -> None:
         (config.agent.num_epochs > 0, "agent.num_epochs must be positive"),
         (config.agent.num_minibatches > 0, "agent.num_minibatches must be positive"),
         (
-            config.algorithm == "r2d2"
-            or config.env.num_envs % config.agent.num_minibatches == 0,
+            config.algorithm == "r2d2" or config.env.num_envs % config.agent.num_minibatches == 0,
             f"env.num_envs={config.env.num_envs} must divide by "
             f"agent.num_minibatches={config.agent.num_minibatches}",
         ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,13 @@ import numpy as np
 
 from accelrl.checkpoint import Checkpointer
 from accelrl.config import TrainConfig, load_config
-from accelrl.envs import NormalizeObservation, RunningStats, make_training_env
+from accelrl.envs import (
+    Environment,
+    NormalizeObservation,
+    RunningStats,
+    TimeStep,
+    make_training_env,
+)
 from accelrl.fused import make_agent, make_fused_trainer
 
 STEP_CAP = 100_000
@@ -28,6 +35,64 @@ class EvalResult:
     episodes: int
     returns: list[float]
     checkpoint_iteration: int | None = None
+
+
+Policy = Callable[[Any, TimeStep, jax.Array], tuple[Any, jax.Array]]
+"""`policy(policy_state, timestep, is_first) -> (policy_state, env_action)` for a batch."""
+
+
+def eval_env(config: TrainConfig, episodes: int, obs_stats: RunningStats | None) -> Environment:
+    """The training env stack for `episodes` envs, with frozen trained observation stats."""
+    e = config.env
+    env = make_training_env(e.name, episodes, max_steps=e.max_steps, action_repeat=e.action_repeat)
+    if e.normalize_observation:
+        if obs_stats is None:
+            raise ValueError("config normalises observations: pass the trained obs_stats")
+        env = NormalizeObservation(env, update=False, initial_stats=obs_stats)
+    return env
+
+
+def run_episodes(
+    env: Environment, policy: Policy, policy_state: Any, episodes: int, seed: int = 0
+) -> EvalResult:
+    """Step `episodes` envs until each has finished one episode (or STEP_CAP steps pass)."""
+    cap = env.default_max_steps or STEP_CAP
+
+    @jax.jit
+    def run(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        env_state, timestep = env.reset(key)
+        zeros = jnp.zeros((episodes,), jnp.float32)
+        first = jnp.ones((episodes,), bool)
+        init = (env_state, timestep, first, policy_state, zeros, zeros, ~first, jnp.int32(0))
+
+        def running(loop: tuple) -> jax.Array:
+            *_, finished, steps = loop
+            return jnp.logical_and(jnp.logical_not(jnp.all(finished)), steps < cap)
+
+        def body(loop: tuple) -> tuple:
+            env_state, timestep, is_first, state, returns, lengths, finished, steps = loop
+            state, action = policy(state, timestep, is_first)
+            env_state, timestep = env.step(env_state, action)
+            newly = jnp.logical_and(timestep.done, jnp.logical_not(finished))
+            returns = jnp.where(newly, timestep.info["episode_return"], returns)
+            lengths = jnp.where(newly, timestep.info["episode_length"], lengths)
+            finished = jnp.logical_or(finished, timestep.done)
+            return env_state, timestep, timestep.done, state, returns, lengths, finished, steps + 1
+
+        *_, returns, lengths, finished, _ = jax.lax.while_loop(running, body, init)
+        return returns, lengths, finished
+
+    returns, lengths, finished = jax.device_get(run(jax.random.PRNGKey(seed)))
+    if not finished.any():
+        raise RuntimeError(f"no episode finished within {cap} steps")
+    returns, lengths = returns[finished], lengths[finished]
+    return EvalResult(
+        mean_return=float(np.mean(returns)),
+        std_return=float(np.std(returns)),
+        mean_length=float(np.mean(lengths)),
+        episodes=int(finished.sum()),
+        returns=[float(r) for r in returns],
+    )
 
 
 def evaluate(
@@ -45,60 +110,15 @@ def evaluate(
         from accelrl.fused_r2d2 import evaluate_greedy
 
         return evaluate_greedy(config, params, episodes, seed=seed, obs_stats=obs_stats)
-    e = config.env
-    env = make_training_env(e.name, episodes, max_steps=e.max_steps, action_repeat=e.action_repeat)
-    if e.normalize_observation:
-        if obs_stats is None:
-            raise ValueError("config normalises observations: pass the trained obs_stats")
-        env = NormalizeObservation(env, update=False, initial_stats=obs_stats)
+    env = eval_env(config, episodes, obs_stats)
     agent = make_agent(config, env)
-    cap = env.default_max_steps or STEP_CAP
+    key = jax.random.PRNGKey(0)  # unused by the deterministic policy
 
-    @jax.jit
-    def run(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        env_state, timestep = env.reset(key)
-        zeros = jnp.zeros((episodes,), jnp.float32)
-        init = (
-            env_state,
-            timestep,
-            jnp.ones((episodes,), bool),
-            agent.initial_carry(episodes),
-            zeros,
-            zeros,
-            jnp.zeros((episodes,), bool),
-            jnp.zeros((), jnp.int32),
-        )
+    def policy(carry: Any, timestep: TimeStep, is_first: jax.Array) -> tuple[Any, jax.Array]:
+        carry, out = agent.act(params, carry, timestep.observation, is_first, key, True)
+        return carry, out.env_action
 
-        def running(loop: tuple) -> jax.Array:
-            *_, finished, steps = loop
-            return jnp.logical_and(jnp.logical_not(jnp.all(finished)), steps < cap)
-
-        def body(loop: tuple) -> tuple:
-            env_state, timestep, is_first, carry, returns, lengths, finished, steps = loop
-            carry, out = agent.act(
-                params, carry, timestep.observation, is_first, key, deterministic=True
-            )
-            env_state, timestep = env.step(env_state, out.env_action)
-            newly = jnp.logical_and(timestep.done, jnp.logical_not(finished))
-            returns = jnp.where(newly, timestep.info["episode_return"], returns)
-            lengths = jnp.where(newly, timestep.info["episode_length"], lengths)
-            finished = jnp.logical_or(finished, timestep.done)
-            return env_state, timestep, timestep.done, carry, returns, lengths, finished, steps + 1
-
-        *_, returns, lengths, finished, _ = jax.lax.while_loop(running, body, init)
-        return returns, lengths, finished
-
-    returns, lengths, finished = jax.device_get(run(jax.random.PRNGKey(seed)))
-    if not finished.any():
-        raise RuntimeError(f"no episode finished within {cap} steps")
-    returns, lengths = returns[finished], lengths[finished]
-    return EvalResult(
-        mean_return=float(np.mean(returns)),
-        std_return=float(np.std(returns)),
-        mean_length=float(np.mean(lengths)),
-        episodes=int(finished.sum()),
-        returns=[float(r) for r in returns],
-    )
+    return run_episodes(env, policy, agent.initial_carry(episodes), episodes, seed)
 
 
 def evaluate_run(run_dir: Path, episodes: int, seed: int = 0) -> EvalResult:

@@ -137,6 +137,18 @@ def num_chunks(config: TrainConfig) -> int:
     return math.ceil(config.total_env_steps / per_chunk)
 
 
+def compile_chunk(run_chunk: Any, mesh: Mesh, state_sharding: Any, state: Any) -> Any:
+    """AOT-compile a trainer's `run_chunk(state) -> (state, metrics)` with the state donated,
+    laid out by `state_sharding`, and the metrics replicated."""
+    jitted = jax.jit(
+        run_chunk,
+        in_shardings=(state_sharding,),
+        out_shardings=(state_sharding, NamedSharding(mesh, PartitionSpec())),
+        donate_argnums=0,
+    )
+    return jitted.lower(state).compile()
+
+
 @dataclass(frozen=True)
 class FusedTrainer:
     """Builds the train state and runs chunks of fused iterations."""
@@ -160,14 +172,7 @@ class FusedTrainer:
 
     def compile_chunk(self, state: TrainState) -> Any:
         """AOT-compile `run_chunk` for `state`'s shapes (donating the state)."""
-        replicated = NamedSharding(self.mesh, PartitionSpec())
-        jitted = jax.jit(
-            self.run_chunk,
-            in_shardings=(self.state_sharding,),
-            out_shardings=(self.state_sharding, replicated),
-            donate_argnums=0,
-        )
-        return jitted.lower(state).compile()
+        return compile_chunk(self.run_chunk, self.mesh, self.state_sharding, state)
 
     def run_chunk(self, state: TrainState) -> tuple[TrainState, ChunkMetrics]:
         """`iterations_per_chunk` fused iterations; pure, for jit."""

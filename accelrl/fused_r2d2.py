@@ -24,7 +24,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -33,12 +32,17 @@ from accelrl.config import ConfigError, TrainConfig
 from accelrl.envs import (
     Discrete,
     Environment,
-    NormalizeObservation,
     RunningStats,
     TimeStep,
-    make_training_env,
 )
-from accelrl.fused import ChunkMetrics, _env_batch_axes, _make_env, make_mesh, num_chunks
+from accelrl.fused import (
+    ChunkMetrics,
+    _env_batch_axes,
+    _make_env,
+    compile_chunk,
+    make_mesh,
+    num_chunks,
+)
 from agents import make_optimizer
 from agents.r2d2 import (
     R2D2Agent,
@@ -184,14 +188,7 @@ class R2D2FusedTrainer:
 
     def compile_chunk(self, state: R2D2TrainState) -> Any:
         """AOT-compile `run_chunk` for `state`'s shapes (donating the state)."""
-        replicated = NamedSharding(self.mesh, PartitionSpec())
-        jitted = jax.jit(
-            self.run_chunk,
-            in_shardings=(self.state_sharding,),
-            out_shardings=(self.state_sharding, replicated),
-            donate_argnums=0,
-        )
-        return jitted.lower(state).compile()
+        return compile_chunk(self.run_chunk, self.mesh, self.state_sharding, state)
 
     def run_chunk(self, state: R2D2TrainState) -> tuple[R2D2TrainState, ChunkMetrics]:
         """`iterations_per_chunk` fused iterations; pure, for jit."""
@@ -451,76 +448,20 @@ def evaluate_greedy(
     obs_stats: RunningStats | None = None,
 ) -> Any:
     """One greedy-Q episode in each of `episodes` envs; returns accelrl.evaluate.EvalResult."""
-    from accelrl.evaluate import STEP_CAP, EvalResult
+    from accelrl.evaluate import eval_env, run_episodes
 
-    e = config.env
-    env = make_training_env(e.name, episodes, max_steps=e.max_steps, action_repeat=e.action_repeat)
-    if e.normalize_observation:
-        if obs_stats is None:
-            raise ValueError("config normalises observations: pass the trained obs_stats")
-        env = NormalizeObservation(env, update=False, initial_stats=obs_stats)
+    env = eval_env(config, episodes, obs_stats)
     agent = make_r2d2_agent(config, env)
-    cap = env.default_max_steps or STEP_CAP
     greedy = jnp.zeros((episodes,), jnp.float32)
+    key = jax.random.PRNGKey(0)  # unused at epsilon 0
 
-    @jax.jit
-    def run(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        env_state, timestep = env.reset(key)
-        zeros = jnp.zeros((episodes,), jnp.float32)
-        init = (
-            env_state,
-            timestep,
-            jnp.ones((episodes,), bool),
-            agent.initial_carry(episodes),
-            jnp.zeros((episodes,), jnp.int32),
-            zeros,
-            zeros,
-            zeros,
-            jnp.zeros((episodes,), bool),
-            jnp.zeros((), jnp.int32),
+    def policy(state: tuple, timestep: TimeStep, is_first: jax.Array) -> tuple[tuple, jax.Array]:
+        carry, prev_action = state  # the previous reward is the timestep's own
+        reward = timestep.reward.astype(jnp.float32)
+        carry, action, _ = agent.act(
+            params, carry, timestep.observation, prev_action, reward, is_first, greedy, key
         )
+        return (carry, action), action
 
-        def running(loop: tuple) -> jax.Array:
-            *_, finished, steps = loop
-            return jnp.logical_and(jnp.logical_not(jnp.all(finished)), steps < cap)
-
-        def body(loop: tuple) -> tuple:
-            env_state, timestep, is_first, carry, prev_a, prev_r, returns, lengths, finished, n = (
-                loop
-            )
-            carry, action, _ = agent.act(
-                params, carry, timestep.observation, prev_a, prev_r, is_first, greedy, key
-            )
-            env_state, timestep = env.step(env_state, action)
-            newly = jnp.logical_and(timestep.done, jnp.logical_not(finished))
-            returns = jnp.where(newly, timestep.info["episode_return"], returns)
-            lengths = jnp.where(newly, timestep.info["episode_length"], lengths)
-            finished = jnp.logical_or(finished, timestep.done)
-            reward = timestep.reward.astype(jnp.float32)
-            return (
-                env_state,
-                timestep,
-                timestep.done,
-                carry,
-                action,
-                reward,
-                returns,
-                lengths,
-                finished,
-                n + 1,
-            )
-
-        out = jax.lax.while_loop(running, body, init)
-        return out[6], out[7], out[8]
-
-    returns, lengths, finished = jax.device_get(run(jax.random.PRNGKey(seed)))
-    if not finished.any():
-        raise RuntimeError(f"no episode finished within {cap} steps")
-    returns, lengths = returns[finished], lengths[finished]
-    return EvalResult(
-        mean_return=float(np.mean(returns)),
-        std_return=float(np.std(returns)),
-        mean_length=float(np.mean(lengths)),
-        episodes=int(finished.sum()),
-        returns=[float(x) for x in returns],
-    )
+    initial = (agent.initial_carry(episodes), jnp.zeros((episodes,), jnp.int32))
+    return run_episodes(env, policy, initial, episodes, seed)

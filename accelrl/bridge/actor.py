@@ -130,9 +130,7 @@ class Actor:
     async def _session(self, stub: pb_grpc.ActorBridgeStub) -> bool:
         """One connection: handshake, then tick until the stream ends. True when done."""
         call = stub.Act()
-        message = handshake_message(
-            self.spec, self.env_id, len(self.envs), self.token, self.name
-        )
+        message = handshake_message(self.spec, self.env_id, len(self.envs), self.token, self.name)
         await call.write(message)
         reply = await call.read()
         if reply is not grpc.aio.EOF and reply.HasField("actions") and reply.actions.done:

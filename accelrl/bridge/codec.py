@@ -62,9 +62,10 @@ class EnvSpec:
 
     @property
     def observation_bytes(self) -> int:
-        return int(np.prod(self.observation_shape, dtype=np.int64)) * np.dtype(
-            self.observation_dtype
-        ).itemsize
+        return (
+            int(np.prod(self.observation_shape, dtype=np.int64))
+            * np.dtype(self.observation_dtype).itemsize
+        )
 
     @property
     def action_shape(self) -> tuple[int, ...]:

@@ -22,13 +22,21 @@ def actor_command(config: TrainConfig, address: str, index: int) -> list[str]:
     """The command line of local actor `index`."""
     b = config.bridge
     command = [
-        sys.executable, "-m", "accelrl.bridge.actor",
-        "--server", address,
-        "--env", b.env,
-        "--num-envs", str(b.envs_per_actor),
-        "--seed", str(config.seed * 1000 + index),
-        "--sticky-actions", str(b.sticky_actions),
-        "--give-up-after", "60",
+        sys.executable,
+        "-m",
+        "accelrl.bridge.actor",
+        "--server",
+        address,
+        "--env",
+        b.env,
+        "--num-envs",
+        str(b.envs_per_actor),
+        "--seed",
+        str(config.seed * 1000 + index),
+        "--sticky-actions",
+        str(b.sticky_actions),
+        "--give-up-after",
+        "60",
     ]
     if b.tls_cert:
         command += ["--tls-ca", b.tls_cert]
@@ -50,7 +58,8 @@ class LocalActors:
 
     def _start(self, index: int) -> subprocess.Popen:
         return subprocess.Popen(
-            actor_command(self.config, self.address, index), env=self.env,
+            actor_command(self.config, self.address, index),
+            env=self.env,
             stdin=subprocess.DEVNULL,
         )
 
@@ -80,8 +89,9 @@ class LocalActors:
                 proc.wait(timeout=5)
 
 
-def train_bridge(config: TrainConfig, run_dir: Path, resume: bool = False,
-                 progress: Progress | None = None) -> object:
+def train_bridge(
+    config: TrainConfig, run_dir: Path, resume: bool = False, progress: Progress | None = None
+) -> object:
     """`accelrl train <bridge preset>`: serve on 127.0.0.1 with local actors until done."""
     from accelrl.bridge.server import BridgeServer, run_server
 
@@ -89,14 +99,18 @@ def train_bridge(config: TrainConfig, run_dir: Path, resume: bool = False,
 
     def on_listening(host: str, port: int) -> None:
         (progress or Progress()).line(f"listening on {host}:{port}", force=True)
-        actors = LocalActors(config, f"{host}:{port}", token=config.bridge.token
-                             or os.environ.get("ACCELRL_BRIDGE_TOKEN", ""))
+        actors = LocalActors(
+            config,
+            f"{host}:{port}",
+            token=config.bridge.token or os.environ.get("ACCELRL_BRIDGE_TOKEN", ""),
+        )
         holder["actors"] = actors
         actors.start()
 
     try:
-        server: BridgeServer = run_server(config, run_dir, resume=resume,
-                                          on_listening=on_listening, progress=progress)
+        server: BridgeServer = run_server(
+            config, run_dir, resume=resume, on_listening=on_listening, progress=progress
+        )
     finally:
         if "actors" in holder:
             holder["actors"].stop()

@@ -107,14 +107,18 @@ def make_bridge_agent(config: TrainConfig, spec: EnvSpec) -> ActorCriticAgent:
 def check_config(config: TrainConfig) -> None:
     b, a = config.bridge, config.agent
     checks = [
-        (config.algorithm == "vtrace",
-         f"the bridge trains V-trace only (algorithm={config.algorithm!r}); R2D2 over the bridge "
-         "is not built yet"),
+        (
+            config.algorithm == "vtrace",
+            f"the bridge trains V-trace only (algorithm={config.algorithm!r}); "
+            "R2D2 over the bridge is not built yet",
+        ),
         (bool(b.env), "bridge.env must name the actors' env (e.g. gymnasium:CartPole-v1)"),
         (b.max_batch > 0 and b.deadline_ms > 0, "bridge.max_batch and deadline_ms must be > 0"),
-        (b.batch_unrolls % a.num_minibatches == 0,
-         f"bridge.batch_unrolls={b.batch_unrolls} must divide by "
-         f"agent.num_minibatches={a.num_minibatches}"),
+        (
+            b.batch_unrolls % a.num_minibatches == 0,
+            f"bridge.batch_unrolls={b.batch_unrolls} must divide by "
+            f"agent.num_minibatches={a.num_minibatches}",
+        ),
         (b.queue_size > 0 and b.max_envs > 0, "bridge.queue_size and max_envs must be > 0"),
         (1 <= b.envs_per_actor <= b.max_envs_per_actor, "bridge.envs_per_actor out of range"),
         (b.frame_stack >= 1, "bridge.frame_stack must be >= 1"),
@@ -152,8 +156,15 @@ class LearnerCore:
         self.capacity = b.max_envs
         agent = self.agent
 
-        def infer(params: Any, carries: Any, slots: jax.Array, obs: jax.Array,
-                  is_first: jax.Array, key: jax.Array, counter: jax.Array) -> tuple:
+        def infer(
+            params: Any,
+            carries: Any,
+            slots: jax.Array,
+            obs: jax.Array,
+            is_first: jax.Array,
+            key: jax.Array,
+            counter: jax.Array,
+        ) -> tuple:
             key = jax.random.fold_in(key, counter)
             carry0 = jax.tree.map(lambda x: x[slots], carries)
             carry1, out = agent.act(params, carry0, obs, is_first, key)
@@ -183,8 +194,15 @@ class LearnerCore:
                 return m
         return n
 
-    def act(self, params: Any, slots: np.ndarray, obs: np.ndarray, is_first: np.ndarray,
-            key: jax.Array, counter: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
+    def act(
+        self,
+        params: Any,
+        slots: np.ndarray,
+        obs: np.ndarray,
+        is_first: np.ndarray,
+        key: jax.Array,
+        counter: int = 0,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
         """Actions for `len(slots)` envs (padded to a bucket size); runs on the device."""
         n = len(slots)
         m = self.bucket(n)
@@ -209,13 +227,19 @@ class LearnerCore:
         shape = self.agent.obs_shape
         for m in self.buckets:
             slots = np.full(m, self.capacity, np.int32)
-            self.act(params, slots, np.zeros((m, *shape), obs_dtype), np.ones(m, bool),
-                     jax.random.PRNGKey(0))
+            self.act(
+                params,
+                slots,
+                np.zeros((m, *shape), obs_dtype),
+                np.ones(m, bool),
+                jax.random.PRNGKey(0),
+            )
         if not update:
             return
         t, b = self.config.agent.unroll_length, self.config.bridge.batch_unrolls
-        action = np.zeros((t, b, *self.spec.action_shape), np.int32 if self.spec.discrete
-                          else np.float32)
+        action = np.zeros(
+            (t, b, *self.spec.action_shape), np.int32 if self.spec.discrete else np.float32
+        )
         dummy = Trajectory(
             observation=np.zeros((t, b, *shape), obs_dtype),
             next_observation=np.zeros((t, b, *shape), obs_dtype),
@@ -256,16 +280,24 @@ class Batcher:
     its first request arrived, whichever is first. Inference runs on one worker thread
     (the device), so batches execute in order and collecting the next overlaps with it."""
 
-    def __init__(self, core: LearnerCore, get_params: Any, max_batch: int,
-                 deadline: float, seed: int, active_envs: Any = None) -> None:
+    def __init__(
+        self,
+        core: LearnerCore,
+        get_params: Any,
+        max_batch: int,
+        deadline: float,
+        seed: int,
+        active_envs: Any = None,
+    ) -> None:
         self.core = core
         self.active_envs = active_envs or (lambda: max_batch)
         # On the CPU backend a thread hop per batch costs more than the tiny inference itself
         # (and, on busy cores, a scheduler wake-up); on accelerators a worker thread lets the
         # event loop keep parsing messages while the device computes.
         inline_env = os.environ.get("ACCELRL_BRIDGE_INLINE_INFERENCE")
-        self.inline = (jax.default_backend() == "cpu") if inline_env is None else (
-            inline_env == "1")
+        self.inline = (
+            (jax.default_backend() == "cpu") if inline_env is None else (inline_env == "1")
+        )
         self.get_params = get_params
         self.max_batch = max_batch
         self.deadline = deadline
@@ -374,9 +406,17 @@ class Batcher:
 class SlotTable:
     """Per-env-slot host state: ownership, frame stacks, pending step, unroll buffers."""
 
-    def __init__(self, capacity: int, unroll: int, obs_shape: tuple[int, ...], obs_dtype: str,
-                 frame_stack: int, action_shape: tuple[int, ...], action_dtype: Any,
-                 carry_template: Any) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        unroll: int,
+        obs_shape: tuple[int, ...],
+        obs_dtype: str,
+        frame_stack: int,
+        action_shape: tuple[int, ...],
+        action_dtype: Any,
+        carry_template: Any,
+    ) -> None:
         c, t = capacity, unroll
         self.capacity, self.unroll, self.frame_stack = c, t, frame_stack
         self.owner = np.full(c, -1, np.int64)
@@ -397,8 +437,7 @@ class SlotTable:
         self.terminated = np.zeros((c, t), bool)
         self.truncated = np.zeros((c, t), bool)
         self.version = np.zeros((c, t), np.int64)
-        self.carry0 = jax.tree.map(lambda x: np.zeros((c, *x.shape[1:]), x.dtype),
-                                   carry_template)
+        self.carry0 = jax.tree.map(lambda x: np.zeros((c, *x.shape[1:]), x.dtype), carry_template)
         self.episode_return = np.zeros(c, np.float64)
         self.episode_length = np.zeros(c, np.int64)
         self._next_owner = itertools.count()
@@ -430,7 +469,7 @@ class SlotTable:
             frames = frames[..., None]
         prev = self.pending_obs[slots]
         if prev.ndim == frames.ndim:
-            rolled = np.concatenate([prev[..., frames.shape[-1]:], frames], axis=-1)
+            rolled = np.concatenate([prev[..., frames.shape[-1] :], frames], axis=-1)
         else:
             rolled = np.concatenate([prev[..., 1:], frames], axis=-1)
         fresh = np.concatenate([frames] * k, axis=-1)
@@ -443,9 +482,15 @@ class SlotTable:
 class BridgeServer:
     """The gRPC service plus the learner thread, for one run."""
 
-    def __init__(self, config: TrainConfig, run_dir: Path, resume: bool = False,
-                 progress: Progress | None = None, max_updates: int | None = None,
-                 learn: bool = True) -> None:
+    def __init__(
+        self,
+        config: TrainConfig,
+        run_dir: Path,
+        resume: bool = False,
+        progress: Progress | None = None,
+        max_updates: int | None = None,
+        learn: bool = True,
+    ) -> None:
         """`learn=False` pauses the learner (unrolls are dropped; for benchmarks of acting)."""
         check_config(config)
         self.learn = learn
@@ -471,9 +516,16 @@ class BridgeServer:
         obs_shape = self.core.agent.obs_shape
         self.obs_dtype = self.spec.observation_dtype
         carry_template = self.core.agent.initial_carry(1)
-        self.slots = SlotTable(b.max_envs, a.unroll_length, obs_shape, self.obs_dtype,
-                               b.frame_stack, self.spec.action_shape, self.spec.action_dtype,
-                               carry_template)
+        self.slots = SlotTable(
+            b.max_envs,
+            a.unroll_length,
+            obs_shape,
+            self.obs_dtype,
+            b.frame_stack,
+            self.spec.action_shape,
+            self.spec.action_dtype,
+            carry_template,
+        )
         self.unrolls: queue.Queue = queue.Queue(maxsize=b.queue_size)
         self.max_message_bytes = self.spec.max_steps_message_bytes(b.max_envs_per_actor)
         self.done = threading.Event()
@@ -512,13 +564,15 @@ class BridgeServer:
         )
         return grpc.method_handlers_generic_handler("accelrl.bridge.ActorBridge", {"Act": handler})
 
-    async def _refuse(self, context: grpc.aio.ServicerContext, code: grpc.StatusCode,
-                      message: str) -> None:
+    async def _refuse(
+        self, context: grpc.aio.ServicerContext, code: grpc.StatusCode, message: str
+    ) -> None:
         self.refused += 1
         await context.abort(code, message)
 
-    async def act(self, requests: AsyncIterator[bytes],
-                  context: grpc.aio.ServicerContext) -> AsyncIterator[pb.ServerMessage]:
+    async def act(
+        self, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.ServerMessage]:
         """One actor's stream: handshake, then one Actions reply per Steps message."""
         allocated = None
         try:
@@ -531,8 +585,11 @@ class BridgeServer:
             if isinstance(message, str):
                 await self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT, message)
             if message.WhichOneof("kind") != "handshake":
-                await self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT,
-                                   "the first message must be a handshake")
+                await self._refuse(
+                    context,
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    "the first message must be a handshake",
+                )
             hs = message.handshake
             if self.token and not hmac.compare_digest(hs.token.encode(), self.token.encode()):
                 await self._refuse(context, grpc.StatusCode.UNAUTHENTICATED, "bad token")
@@ -542,14 +599,16 @@ class BridgeServer:
                 await self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT, str(error))
             if spec != self.spec:
                 await self._refuse(
-                    context, grpc.StatusCode.INVALID_ARGUMENT,
+                    context,
+                    grpc.StatusCode.INVALID_ARGUMENT,
                     f"env spec mismatch: actor has {spec.describe()}, "
                     f"learner expects {self.spec.describe()}",
                 )
             num_envs = hs.num_envs
             if not 1 <= num_envs <= self.config.bridge.max_envs_per_actor:
                 await self._refuse(
-                    context, grpc.StatusCode.INVALID_ARGUMENT,
+                    context,
+                    grpc.StatusCode.INVALID_ARGUMENT,
                     f"num_envs {num_envs} outside 1..{self.config.bridge.max_envs_per_actor}",
                 )
             if self.done.is_set():
@@ -557,24 +616,35 @@ class BridgeServer:
                 return
             allocated = self.slots.allocate(num_envs)
             if allocated is None:
-                await self._refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                   f"no room for {num_envs} more envs on this learner")
+                await self._refuse(
+                    context,
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"no room for {num_envs} more envs on this learner",
+                )
             owner, slots = allocated
             self.actors += 1
             self.actor_connections += 1
             owned = self.slots.owner == owner
             limit = self.spec.max_steps_message_bytes(num_envs)
-            yield pb.ServerMessage(handshake_reply=pb.HandshakeReply(
-                env_ids=slots.tolist(), max_message_bytes=limit, run_id=self.run_id))
+            yield pb.ServerMessage(
+                handshake_reply=pb.HandshakeReply(
+                    env_ids=slots.tolist(), max_message_bytes=limit, run_id=self.run_id
+                )
+            )
             async for raw in iterator:
                 if len(raw) > limit:
-                    await self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT,
-                                       f"message of {len(raw)} bytes exceeds {limit}")
+                    await self._refuse(
+                        context,
+                        grpc.StatusCode.INVALID_ARGUMENT,
+                        f"message of {len(raw)} bytes exceeds {limit}",
+                    )
                 message = self._parse(raw)
                 if isinstance(message, str) or message.WhichOneof("kind") != "steps":
-                    await self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT,
-                                       message if isinstance(message, str)
-                                       else "expected a Steps message")
+                    await self._refuse(
+                        context,
+                        grpc.StatusCode.INVALID_ARGUMENT,
+                        message if isinstance(message, str) else "expected a Steps message",
+                    )
                 try:
                     steps = decode_steps(message.steps, self.spec, owned)
                 except ProtocolError as error:
@@ -631,8 +701,11 @@ class BridgeServer:
             ended = p[done_p]
             if ended.size:
                 self.episodes.extend(
-                    zip(s.episode_return[ended].tolist(), s.episode_length[ended].tolist(),
-                        strict=True)
+                    zip(
+                        s.episode_return[ended].tolist(),
+                        s.episode_length[ended].tolist(),
+                        strict=True,
+                    )
                 )
                 s.episode_return[ended] = 0
                 s.episode_length[ended] = 0
@@ -657,10 +730,12 @@ class BridgeServer:
         s.pending_version[ids] = version
         s.has_pending[ids] = True
         s.fresh[ids] = False
-        return pb.ServerMessage(actions=pb.Actions(
-            action=encode_tensor(np.asarray(env_action, self.spec.action_dtype)),
-            policy_version=version,
-        ))
+        return pb.ServerMessage(
+            actions=pb.Actions(
+                action=encode_tensor(np.asarray(env_action, self.spec.action_dtype)),
+                policy_version=version,
+            )
+        )
 
     def _take_unrolls(self, rows: np.ndarray) -> dict[str, Any]:
         s = self.slots
@@ -738,9 +813,13 @@ class BridgeServer:
                 )
             iteration += 1
             env_steps = int(state.env_steps) + rows_needed * a.unroll_length
-            state = BridgeTrainState(params=params, opt_state=opt_state, key=key,
-                                     iteration=jnp.asarray(iteration, jnp.int32),
-                                     env_steps=jnp.asarray(env_steps, jnp.int32))
+            state = BridgeTrainState(
+                params=params,
+                opt_state=opt_state,
+                key=key,
+                iteration=jnp.asarray(iteration, jnp.int32),
+                env_steps=jnp.asarray(env_steps, jnp.int32),
+            )
             self.state = state
             self._published = (params, iteration)
             lag = iteration - 1 - version
@@ -750,10 +829,14 @@ class BridgeServer:
                 episodes, self.episodes = self.episodes, []
                 values = {
                     "charts/SPS": (self.env_steps_received - steps_at_log) / (now - last_log),
-                    "charts/learning_rate": float(self.core.schedule(
-                        iteration * a.num_epochs * a.num_minibatches)),
-                    **{f"losses/{k}": float(v) for k, v in metrics._asdict().items()
-                       if k != "finite"},
+                    "charts/learning_rate": float(
+                        self.core.schedule(iteration * a.num_epochs * a.num_minibatches)
+                    ),
+                    **{
+                        f"losses/{k}": float(v)
+                        for k, v in metrics._asdict().items()
+                        if k != "finite"
+                    },
                     "bridge/policy_lag_mean": float(lag.mean()),
                     "bridge/policy_lag_max": float(lag.max()),
                     "bridge/actors": float(self.actors),
@@ -787,8 +870,7 @@ class BridgeServer:
     train_seconds = 0.0
 
     # ---- lifecycle
-    async def serve(self, bind: str = "127.0.0.1", port: int = 0,
-                    on_listening: Any = None) -> None:
+    async def serve(self, bind: str = "127.0.0.1", port: int = 0, on_listening: Any = None) -> None:
         """Serve until training is done (or fails); `on_listening(host, port)` once bound."""
         b = self.config.bridge
         options = [
@@ -805,10 +887,14 @@ class BridgeServer:
             bound = server.add_secure_port(address, grpc.ssl_server_credentials([(key, cert)]))
         else:
             bound = server.add_insecure_port(address)
-        self.core_batcher = Batcher(self.core, self.published, b.max_batch,
-                                    b.deadline_ms / 1000.0, self.config.seed,
-                                    active_envs=lambda: int(np.count_nonzero(
-                                        self.slots.owner >= 0)))
+        self.core_batcher = Batcher(
+            self.core,
+            self.published,
+            b.max_batch,
+            b.deadline_ms / 1000.0,
+            self.config.seed,
+            active_envs=lambda: int(np.count_nonzero(self.slots.owner >= 0)),
+        )
         batcher_task = asyncio.create_task(self.core_batcher.run())
         await server.start()
         self.port = bound
@@ -845,9 +931,15 @@ def _take_rows(held: list[dict[str, Any]], rows: int) -> tuple[dict[str, Any], l
     return batch, rest, remaining
 
 
-def run_server(config: TrainConfig, run_dir: Path, bind: str = "127.0.0.1", port: int = 0,
-               resume: bool = False, on_listening: Any = None,
-               progress: Progress | None = None) -> BridgeServer:
+def run_server(
+    config: TrainConfig,
+    run_dir: Path,
+    bind: str = "127.0.0.1",
+    port: int = 0,
+    resume: bool = False,
+    on_listening: Any = None,
+    progress: Progress | None = None,
+) -> BridgeServer:
     """Build a server and serve until training is done; returns the finished server."""
     server = BridgeServer(config, run_dir, resume=resume, progress=progress)
     try:
