@@ -1,0 +1,442 @@
+"""Narrow-phase collision of primitive geoms (plane, sphere, capsule, box), MuJoCo-compatible.
+
+Every geom is given in the world frame by its position ``pos`` [3], rotation ``mat`` [3, 3]
+(columns are the local axes) and MuJoCo ``size`` [3]: sphere (radius, -, -), capsule (radius,
+half-length along local z, -), box (half-extents), plane (-, -, -; the plane is the local xy
+plane through ``pos``, normal local z, infinite).
+
+Each pair function returns a :class:`Contact` with a FIXED number of points (leading axis), so
+the result has a static shape and can be jitted and vmapped. Unused points get ``dist = FAR``
+and are masked by the caller's margin test (``dist < margin``), never branched on. The fixed
+count per pair type is :func:`num_contacts`:
+
+=================  =====  =========================================================
+pair               count  notes
+=================  =====  =========================================================
+plane-sphere       1      exact (as MuJoCo)
+plane-capsule      2      the two end spheres (as MuJoCo)
+plane-box          4      first 4 corners below the plane in MuJoCo's corner order
+sphere-sphere      1      exact; coincident centres get normal +x (as MuJoCo)
+sphere-capsule     1      exact
+capsule-capsule    2      closest points; exactly parallel axes give the two ends of the
+                          overlap (as MuJoCo), otherwise slot 2 is unused
+sphere-box         1      exact (box signed distance at the sphere centre)
+capsule-box        2      approximation: deepest point of the segment in the box SDF
+                          (golden-section search); axis parallel to the contact face
+                          gives the two ends of the segment clipped to the face instead
+box-box            8      approximation: corners of each box against the other box's
+                          SDF, the 8 deepest kept; edge-edge crossings are missed
+=================  =====  =========================================================
+
+Conventions follow MuJoCo's ``mjContact``: ``dist`` is signed (negative = penetration),
+``pos`` is midway between the two surfaces, ``frame`` rows are (normal, tangent1, tangent2)
+with the normal pointing from geom1 to geom2, and geom1 has the lower type (MuJoCo orders
+pairs that way). Degenerate configurations (coincident centres, parallel segments, zero
+vectors) use safe norms so values and gradients stay finite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+GEOM_PLANE = 0
+GEOM_SPHERE = 2
+GEOM_CAPSULE = 3
+GEOM_BOX = 6
+
+FAR = 1e6  # distance given to unused contact slots; any margin test rejects it
+_EPS = 1e-12  # squared-norm floor below which a vector counts as zero
+_GOLDEN_ITERS = 24  # golden-section steps on a segment: bracket shrinks to 0.618**24 ~ 1e-5
+_PARALLEL_TOL = 1e-6  # |sin| below which segment axes count as parallel
+
+_NUM_CONTACTS = {
+    (GEOM_PLANE, GEOM_SPHERE): 1,
+    (GEOM_PLANE, GEOM_CAPSULE): 2,
+    (GEOM_PLANE, GEOM_BOX): 4,
+    (GEOM_SPHERE, GEOM_SPHERE): 1,
+    (GEOM_SPHERE, GEOM_CAPSULE): 1,
+    (GEOM_CAPSULE, GEOM_CAPSULE): 2,
+    (GEOM_SPHERE, GEOM_BOX): 1,
+    (GEOM_CAPSULE, GEOM_BOX): 2,
+    (GEOM_BOX, GEOM_BOX): 8,
+}
+
+
+class Contact(NamedTuple):
+    """Contact points of one geom pair, ``n`` = :func:`num_contacts` of the pair type."""
+
+    dist: jax.Array  # [n] signed distance, FAR for unused slots
+    pos: jax.Array  # [n, 3] world position, midway between the surfaces
+    frame: jax.Array  # [n, 3, 3] rows: normal (geom1 -> geom2), tangent1, tangent2
+
+    @property
+    def normal(self) -> jax.Array:
+        """[n, 3] unit normal pointing from geom1 to geom2."""
+        return self.frame[..., 0, :]
+
+
+def num_contacts(type1: int, type2: int) -> int:
+    """Fixed number of contact slots for a (static) geom type pair, type1 <= type2."""
+    if (type1, type2) not in _NUM_CONTACTS:
+        raise ValueError(f"unsupported geom pair types ({type1}, {type2})")
+    return _NUM_CONTACTS[(type1, type2)]
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _safe_norm(x: jax.Array) -> jax.Array:
+    """Euclidean norm over the last axis with a finite (zero) gradient at x = 0."""
+    sq = jnp.sum(x * x, axis=-1)
+    ok = sq > _EPS
+    return jnp.where(ok, jnp.sqrt(jnp.where(ok, sq, 1.0)), 0.0)
+
+
+def _normalize(x: jax.Array, fallback: jax.Array) -> jax.Array:
+    """Unit vector along x, or ``fallback`` when x is (numerically) zero."""
+    n = _safe_norm(x)
+    ok = n > 0.0
+    return jnp.where(ok[..., None], x / jnp.where(ok, n, 1.0)[..., None], fallback)
+
+
+def make_frame(normal: jax.Array, hint: jax.Array | None = None) -> jax.Array:
+    """Contact frame [3, 3] (rows normal, t1, t2) built like MuJoCo's ``mju_makeFrame``.
+
+    t1 is ``hint`` (a unit vector, e.g. the capsule axis) made orthogonal to the normal, or
+    +x when the hint is parallel to the normal; without a hint it is world y, or world z
+    when the normal is mostly along y.
+    """
+    if hint is None:
+        hint = jnp.where(
+            jnp.abs(normal[1]) < 0.5, jnp.array([0.0, 1.0, 0.0]), jnp.array([0.0, 0.0, 1.0])
+        )
+    y = _normalize(hint - normal * jnp.dot(normal, hint), jnp.array([1.0, 0.0, 0.0]))
+    return jnp.stack([normal, y, jnp.cross(normal, y)])
+
+
+def _stack(dist: jax.Array, pos: jax.Array, normal: jax.Array) -> Contact:
+    """Contact from stacked [n] distances, [n, 3] positions and [n, 3] normals."""
+    return Contact(dist, pos, jax.vmap(make_frame)(normal))
+
+
+def _sphere_sphere_raw(
+    c1: jax.Array, r1: jax.Array, c2: jax.Array, r2: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(dist, pos, normal) of two spheres; coincident centres get normal +x like MuJoCo."""
+    delta = c2 - c1
+    normal = _normalize(delta, jnp.array([1.0, 0.0, 0.0]))
+    dist = _safe_norm(delta) - r1 - r2
+    return dist, c1 + normal * (r1 + 0.5 * dist), normal
+
+
+def _segment_closest(a: jax.Array, b: jax.Array, p: jax.Array) -> jax.Array:
+    """Closest point to p on segment [a, b] (a == b allowed)."""
+    d = b - a
+    t = jnp.clip(jnp.dot(p - a, d) / jnp.maximum(jnp.dot(d, d), _EPS), 0.0, 1.0)
+    return a + t * d
+
+
+def _capsule_ends(pos: jax.Array, mat: jax.Array, size: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """End points of a capsule's segment (along local z)."""
+    half = mat[:, 2] * size[1]
+    return pos - half, pos + half
+
+
+def _box_sdf(p: jax.Array, half: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Signed distance of local point p to a box and its outward unit normal (local frame).
+
+    Outside: direction from the closest surface point; inside: the face of least penetration
+    (what MuJoCo's sphere-box uses).
+    """
+    q = jnp.abs(p) - half
+    outside = jnp.maximum(q, 0.0)
+    sign = jnp.where(p >= 0.0, 1.0, -1.0)
+    qmax = jnp.max(q)
+    face = jax.nn.one_hot(jnp.argmax(q), 3, dtype=p.dtype) * sign
+    is_out = qmax > 0.0
+    n_out = _normalize(outside * sign, face)
+    return _safe_norm(outside) + jnp.minimum(qmax, 0.0), jnp.where(is_out, n_out, face)
+
+
+def _point_box(
+    c: jax.Array, r: jax.Array, pos: jax.Array, mat: jax.Array, half: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(dist, pos, normal sphere->box) of a sphere (centre c, radius r) against a box."""
+    sdf, n_local = _box_sdf(mat.T @ (c - pos), half)
+    n_box = mat @ n_local  # outward normal of the box, pointing towards c
+    dist = sdf - r
+    return dist, c - n_box * (r + 0.5 * dist), -n_box
+
+
+# --------------------------------------------------------------------------- pair functions
+
+
+def plane_sphere(
+    pos1: jax.Array, mat1: jax.Array, pos2: jax.Array, radius: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(dist, pos, normal) of a plane and a sphere of given centre and radius."""
+    n = mat1[:, 2]
+    dist = jnp.dot(pos2 - pos1, n) - radius
+    return dist, pos2 - n * (radius + 0.5 * dist), n
+
+
+def collide_plane_sphere(
+    pos1: jax.Array, mat1: jax.Array, pos2: jax.Array, size2: jax.Array
+) -> Contact:
+    """Plane (geom1) against sphere (geom2): 1 contact."""
+    dist, pos, n = plane_sphere(pos1, mat1, pos2, size2[0])
+    return _stack(dist[None], pos[None], n[None])
+
+
+def collide_plane_capsule(
+    pos1: jax.Array, mat1: jax.Array, pos2: jax.Array, mat2: jax.Array, size2: jax.Array
+) -> Contact:
+    """Plane against capsule: the two end spheres, t1 along the capsule axis like MuJoCo."""
+    ends = jnp.stack(_capsule_ends(pos2, mat2, size2))
+    dist, pos, n = jax.vmap(plane_sphere, (None, None, 0, None))(pos1, mat1, ends, size2[0])
+    frame = jax.vmap(make_frame, (0, None))(n, mat2[:, 2])
+    return Contact(dist, pos, frame)
+
+
+def collide_plane_box(
+    pos1: jax.Array,
+    mat1: jax.Array,
+    pos2: jax.Array,
+    mat2: jax.Array,
+    size2: jax.Array,
+    margin: jax.Array | float = 0.0,
+) -> Contact:
+    """Plane against box: the first 4 corners (MuJoCo's order) within margin of the plane.
+
+    MuJoCo scans corners i = 0..7 (local sign of x, y, z from bits 0, 1, 2), keeps those on
+    the lower half of the box (towards the plane) with dist <= margin, and stops at 4.
+    """
+    n = mat1[:, 2]
+    bits = jnp.arange(8)
+    signs = jnp.stack([(bits >> k) & 1 for k in range(3)], axis=-1) * 2.0 - 1.0
+    corners = (signs * size2) @ mat2.T  # [8, 3] relative to the box centre
+    ldist = corners @ n
+    dist = jnp.dot(pos2 - pos1, n) + ldist
+    active = (dist <= margin) & (ldist <= 0.0)
+    order = jnp.argsort(jnp.where(active, bits, bits + 8))[:4]
+    dist = jnp.where(active[order], dist[order], FAR)
+    pos = pos2 + corners[order] - n * (0.5 * dist[:, None])
+    return _stack(dist, pos, jnp.broadcast_to(n, (4, 3)))
+
+
+def collide_sphere_sphere(
+    pos1: jax.Array, size1: jax.Array, pos2: jax.Array, size2: jax.Array
+) -> Contact:
+    """Sphere against sphere: 1 contact."""
+    dist, pos, n = _sphere_sphere_raw(pos1, size1[0], pos2, size2[0])
+    return _stack(dist[None], pos[None], n[None])
+
+
+def collide_sphere_capsule(
+    pos1: jax.Array, size1: jax.Array, pos2: jax.Array, mat2: jax.Array, size2: jax.Array
+) -> Contact:
+    """Sphere against capsule: sphere against the closest point of the capsule segment."""
+    a, b = _capsule_ends(pos2, mat2, size2)
+    c2 = _segment_closest(a, b, pos1)
+    dist, pos, n = _sphere_sphere_raw(pos1, size1[0], c2, size2[0])
+    return _stack(dist[None], pos[None], n[None])
+
+
+def _segment_segment(
+    p1: jax.Array, q1: jax.Array, p2: jax.Array, q2: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """Parameters (s, t) of the closest points of segments p1 + s d1 and p2 + t d2.
+
+    Branch-free form of Ericson's ClosestPtSegmentSegment; parallel segments use s = 0.
+    """
+    d1, d2, r = q1 - p1, q2 - p2, p1 - p2
+    a = jnp.maximum(jnp.dot(d1, d1), _EPS)
+    e = jnp.maximum(jnp.dot(d2, d2), _EPS)
+    b, c, f = jnp.dot(d1, d2), jnp.dot(d1, r), jnp.dot(d2, r)
+    denom = a * e - b * b
+    ok = denom > _EPS * a * e
+    s = jnp.where(ok, jnp.clip((b * f - c * e) / jnp.where(ok, denom, 1.0), 0.0, 1.0), 0.0)
+    t_raw = (b * s + f) / e
+    s = jnp.where(
+        t_raw < 0.0,
+        jnp.clip(-c / a, 0.0, 1.0),
+        jnp.where(t_raw > 1.0, jnp.clip((b - c) / a, 0.0, 1.0), s),
+    )
+    return s, jnp.clip(t_raw, 0.0, 1.0)
+
+
+def collide_capsule_capsule(
+    pos1: jax.Array,
+    mat1: jax.Array,
+    size1: jax.Array,
+    pos2: jax.Array,
+    mat2: jax.Array,
+    size2: jax.Array,
+) -> Contact:
+    """Capsule against capsule: 2 slots.
+
+    Slot 1 is the closest pair of segment points. When the axes are parallel (as MuJoCo)
+    the two slots are the ends of the overlap of segment 2 projected on segment 1; without
+    axial overlap both slots are the same point, a duplicate MuJoCo 4.0 reports too.
+    """
+    p1, q1 = _capsule_ends(pos1, mat1, size1)
+    p2, q2 = _capsule_ends(pos2, mat2, size2)
+    r1, r2 = size1[0], size2[0]
+    s, t = _segment_segment(p1, q1, p2, q2)
+    dist0, pos0, n0 = _sphere_sphere_raw(p1 + s * (q1 - p1), r1, p2 + t * (q2 - p2), r2)
+
+    parallel = _safe_norm(jnp.cross(mat1[:, 2], mat2[:, 2])) < _PARALLEL_TOL
+    ends1 = jnp.stack([_segment_closest(p1, q1, p2), _segment_closest(p1, q1, q2)])
+    ends2 = jax.vmap(_segment_closest, (None, None, 0))(p2, q2, ends1)
+    dist_p, pos_p, n_p = jax.vmap(_sphere_sphere_raw, (0, None, 0, None))(ends1, r1, ends2, r2)
+
+    single = jnp.array([0.0, FAR])
+    dist = jnp.where(parallel, dist_p, jnp.stack([dist0, dist0]) + single)
+    pos = jnp.where(parallel, pos_p, jnp.stack([pos0, pos0]))
+    normal = jnp.where(parallel, n_p, jnp.stack([n0, n0]))
+    return _stack(dist, pos, normal)
+
+
+def collide_sphere_box(
+    pos1: jax.Array, size1: jax.Array, pos2: jax.Array, mat2: jax.Array, size2: jax.Array
+) -> Contact:
+    """Sphere against box: 1 contact from the box signed distance at the sphere centre."""
+    dist, pos, n = _point_box(pos1, size1[0], pos2, mat2, size2)
+    return _stack(dist[None], pos[None], n[None])
+
+
+def _golden_min(f: Callable[[jax.Array], jax.Array], iters: int = _GOLDEN_ITERS) -> jax.Array:
+    """argmin over t in [0, 1] of a convex scalar function, by fixed golden-section steps."""
+    g = 0.6180339887498949
+
+    def body(_: int, lohi: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        lo, hi = lohi
+        x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+        left = f(x1) <= f(x2)
+        return jnp.where(left, lo, x1), jnp.where(left, x2, hi)
+
+    lo, hi = jax.lax.fori_loop(0, iters, body, (jnp.float32(0.0), jnp.float32(1.0)))
+    return jax.lax.stop_gradient(0.5 * (lo + hi))
+
+
+def collide_capsule_box(
+    pos1: jax.Array,
+    mat1: jax.Array,
+    size1: jax.Array,
+    pos2: jax.Array,
+    mat2: jax.Array,
+    size2: jax.Array,
+) -> Contact:
+    """Capsule against box (approximation): 2 slots.
+
+    Slot 1 is the deepest point of the capsule segment in the box SDF (convex along the
+    segment, so golden-section search finds it), slot 2 unused. If the axis is parallel to
+    the box face of that contact, the slots are instead the ends of the segment clipped to
+    the face's extent, which is what MuJoCo reports for a capsule lying on a face.
+    """
+    a, b = _capsule_ends(pos1, mat1, size1)
+    r = size1[0]
+    la, ld = mat2.T @ (a - pos2), mat2.T @ (b - a)  # segment in box coordinates
+    t_star = _golden_min(lambda t: _box_sdf(la + t * ld, size2)[0])
+    dist0, pos0, n0 = _point_box(a + t_star * (b - a), r, pos2, mat2, size2)
+
+    n_local = _box_sdf(la + t_star * ld, size2)[1]
+    k = jnp.argmax(jnp.abs(n_local))
+    face_axis = jax.nn.one_hot(k, 3, dtype=ld.dtype)
+    length = jnp.maximum(_safe_norm(ld), 1e-6)
+    parallel = jnp.abs(jnp.dot(face_axis, ld)) < _PARALLEL_TOL * length
+    # clip t to |la + t ld| <= size on the two face axes (the face axis itself is unbounded)
+    safe_ld = jnp.where(jnp.abs(ld) > 1e-9, ld, 1.0)
+    t1, t2 = (-size2 - la) / safe_ld, (size2 - la) / safe_ld
+    inside = jnp.abs(la) <= size2
+    lo_j = jnp.where(jnp.abs(ld) > 1e-9, jnp.minimum(t1, t2), jnp.where(inside, -FAR, FAR))
+    hi_j = jnp.where(jnp.abs(ld) > 1e-9, jnp.maximum(t1, t2), jnp.where(inside, FAR, -FAR))
+    lo = jnp.maximum(jnp.max(jnp.where(face_axis > 0, -FAR, lo_j)), 0.0)
+    hi = jnp.minimum(jnp.min(jnp.where(face_axis > 0, FAR, hi_j)), 1.0)
+    use_clip = parallel & (lo < hi - 1e-6)
+    centres = a + jnp.stack([lo, hi])[:, None] * (b - a)
+    dist_c, pos_c, n_c = jax.vmap(_point_box, (0, None, None, None, None))(
+        centres, r, pos2, mat2, size2
+    )
+    dist = jnp.where(use_clip, dist_c, jnp.stack([dist0, dist0]) + jnp.array([0.0, FAR]))
+    pos = jnp.where(use_clip, pos_c, jnp.stack([pos0, pos0]))
+    normal = jnp.where(use_clip, n_c, jnp.stack([n0, n0]))
+    return _stack(dist, pos, normal)
+
+
+def collide_box_box(
+    pos1: jax.Array,
+    mat1: jax.Array,
+    size1: jax.Array,
+    pos2: jax.Array,
+    mat2: jax.Array,
+    size2: jax.Array,
+) -> Contact:
+    """Box against box (approximation): 8 deepest of the 16 corner-vs-other-box-SDF tests.
+
+    A corner of box2 inside box1 gives the normal of box1's face (box1 -> box2); a corner of
+    box1 inside box2 gives minus box2's face normal. Face-face and vertex-face contacts match
+    MuJoCo's; edge-edge crossings without a corner inside are not detected.
+    """
+    bits = jnp.arange(8)
+    signs = jnp.stack([(bits >> k) & 1 for k in range(3)], axis=-1) * 2.0 - 1.0
+    corners1 = pos1 + (signs * size1) @ mat1.T
+    corners2 = pos2 + (signs * size2) @ mat2.T
+
+    def corner_vs(c: jax.Array, pos: jax.Array, mat: jax.Array, half: jax.Array) -> tuple:
+        sdf, n_local = _box_sdf(mat.T @ (c - pos), half)
+        n = mat @ n_local
+        return sdf, c - n * (0.5 * sdf), n
+
+    d2, p2, n2 = jax.vmap(corner_vs, (0, None, None, None))(corners2, pos1, mat1, size1)
+    d1, p1, n1 = jax.vmap(corner_vs, (0, None, None, None))(corners1, pos2, mat2, size2)
+    dist = jnp.concatenate([d2, d1])
+    pos = jnp.concatenate([p2, p1])
+    normal = jnp.concatenate([n2, -n1])
+    _, idx = jax.lax.top_k(-dist, 8)
+    return _stack(dist[idx], pos[idx], normal[idx])
+
+
+def collide(
+    type1: int,
+    type2: int,
+    pos1: jax.Array,
+    mat1: jax.Array,
+    size1: jax.Array,
+    pos2: jax.Array,
+    mat2: jax.Array,
+    size2: jax.Array,
+    margin: jax.Array | float = 0.0,
+) -> Contact:
+    """Contacts of two geoms of STATIC types (MuJoCo mjtGeom ints, type1 <= type2).
+
+    Returns :func:`num_contacts` slots; ``margin`` only selects plane-box corners (the caller
+    still masks every slot with ``dist < margin``).
+    """
+    key = (type1, type2)
+    if key == (GEOM_PLANE, GEOM_SPHERE):
+        return collide_plane_sphere(pos1, mat1, pos2, size2)
+    if key == (GEOM_PLANE, GEOM_CAPSULE):
+        return collide_plane_capsule(pos1, mat1, pos2, mat2, size2)
+    if key == (GEOM_PLANE, GEOM_BOX):
+        return collide_plane_box(pos1, mat1, pos2, mat2, size2, margin)
+    if key == (GEOM_SPHERE, GEOM_SPHERE):
+        return collide_sphere_sphere(pos1, size1, pos2, size2)
+    if key == (GEOM_SPHERE, GEOM_CAPSULE):
+        return collide_sphere_capsule(pos1, size1, pos2, mat2, size2)
+    if key == (GEOM_CAPSULE, GEOM_CAPSULE):
+        return collide_capsule_capsule(pos1, mat1, size1, pos2, mat2, size2)
+    if key == (GEOM_SPHERE, GEOM_BOX):
+        return collide_sphere_box(pos1, size1, pos2, mat2, size2)
+    if key == (GEOM_CAPSULE, GEOM_BOX):
+        return collide_capsule_box(pos1, mat1, size1, pos2, mat2, size2)
+    if key == (GEOM_BOX, GEOM_BOX):
+        return collide_box_box(pos1, mat1, size1, pos2, mat2, size2)
+    raise ValueError(
+        f"unsupported geom pair types ({type1}, {type2}); supported (type1 <= type2): "
+        f"{sorted(_NUM_CONTACTS)}"
+    )

@@ -1,0 +1,70 @@
+"""Smooth dynamics: mass matrix (CRBA), bias forces (RNE), passive and actuator forces.
+
+All spatial quantities come from :mod:`physics.kinematics` in one common frame per tree, so
+tree recursions become products with static 0/1 tree matrices (subtree sums, ancestor sums):
+no Python loop over bodies, and each is one small matmul per world.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from physics import math
+from physics.kinematics import Kinematics
+from physics.system import JNT_HINGE, JNT_SLIDE, System
+
+
+def mass_matrix(sys: System, kin: Kinematics) -> jax.Array:
+    """Joint-space inertia M [nv, nv] including armature (MuJoCo's qM / mj_fullM).
+
+    Composite rigid body algorithm: Ic[b] is the summed spatial inertia of b's subtree, and
+    M[i, j] = cdof_i . Ic[body(j)] cdof_j for dof i on the path from dof j to the root.
+    """
+    topo = sys.topology
+    ic = math.static_matmul(topo.body_ancestor, kin.cinert)  # subtree sums
+    f = math.mat_vec(ic[topo.dof_body], kin.cdof)  # Ic cdof per dof
+    upper = math.mat_mul(kin.cdof, f.T) * jnp.asarray(topo.dof_ancestor)
+    m = upper + upper.T - jnp.diag(jnp.diag(upper))
+    return m + jnp.diag(sys.dof_armature)
+
+
+def bias_force(sys: System, kin: Kinematics, cvel: jax.Array, qd: jax.Array) -> jax.Array:
+    """Coriolis, centrifugal and gravity forces (MuJoCo's qfrc_bias, RNE with qacc = 0)."""
+    topo = sys.topology
+    vd = kin.cdof * qd[:, None]
+    # cdof_dot: each axis moves with the velocity of the frame that carries it
+    frame_vel = math.static_matmul(topo.dof_moving_frame.T, vd)
+    cdof_dot = math.cross_motion(frame_vel, kin.cdof)
+    gravity = jnp.concatenate([jnp.zeros(3, sys.gravity.dtype), -sys.gravity])
+    cacc = math.static_matmul(topo.body_dof, cdof_dot * qd[:, None]) + gravity
+    momentum = math.mat_vec(kin.cinert, cvel)
+    fbody = math.mat_vec(kin.cinert, cacc) + math.cross_force(cvel, momentum)
+    cfrc = math.static_matmul(topo.body_ancestor, fbody)  # subtree sums
+    return jnp.sum(kin.cdof * cfrc[topo.dof_body], axis=-1)
+
+
+def passive_force(sys: System, q: jax.Array, qd: jax.Array) -> jax.Array:
+    """Joint damping and hinge/slide stiffness (MuJoCo's qfrc_passive without tendons)."""
+    topo = sys.topology
+    jt = np.asarray(topo.jnt_type)
+    scalar = np.nonzero((jt == JNT_HINGE) | (jt == JNT_SLIDE))[0]
+    force = -sys.dof_damping * qd
+    if scalar.size:
+        qa, da = topo.jnt_qposadr[scalar], topo.jnt_dofadr[scalar]
+        spring = -sys.jnt_stiffness[scalar] * (q[qa] - sys.qpos_spring[qa])
+        force = force.at[da].add(spring)
+    return force
+
+
+def actuator_force(sys: System, ctrl: jax.Array) -> jax.Array:
+    """Motor forces in joint space: gear * clip(ctrl, ctrlrange), force clipped to forcerange."""
+    if sys.nu == 0:
+        return jnp.zeros(sys.nv, sys.dof_damping.dtype)
+    ctrl = jnp.clip(ctrl, sys.actuator_ctrlrange[:, 0], sys.actuator_ctrlrange[:, 1])
+    force = jnp.clip(ctrl, sys.actuator_forcerange[:, 0], sys.actuator_forcerange[:, 1])
+    dof = sys.topology.jnt_dofadr[np.asarray(sys.actuator_trnid)]
+    moment = np.zeros((sys.nu, sys.nv), np.float32)
+    moment[np.arange(sys.nu), dof] = 1.0
+    return math.static_matmul(moment.T, sys.actuator_gear * force)

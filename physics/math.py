@@ -1,0 +1,152 @@
+"""Quaternion and spatial-vector algebra (MuJoCo conventions), batched over leading axes.
+
+Quaternions are (w, x, y, z). Spatial vectors are 6-vectors ordered (angular; linear), expressed
+in world orientation at a reference point, as MuJoCo's ``cdof``/``cvel``/``cinert``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def quat_mul(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Hamilton product a * b."""
+    aw, ax, ay, az = jnp.moveaxis(a, -1, 0)
+    bw, bx, by, bz = jnp.moveaxis(b, -1, 0)
+    return jnp.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
+
+
+def quat_to_mat(q: jax.Array) -> jax.Array:
+    """Rotation matrix of a unit quaternion; columns are the rotated frame's axes."""
+    w, x, y, z = jnp.moveaxis(q, -1, 0)
+    rows = [
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ]
+    return jnp.stack([jnp.stack(r, axis=-1) for r in rows], axis=-2)
+
+
+def quat_normalize(q: jax.Array) -> jax.Array:
+    """Unit quaternion (q must be nonzero, as MuJoCo's qpos quaternions are)."""
+    return q / jnp.sqrt(jnp.sum(q * q, axis=-1, keepdims=True))
+
+
+def quat_integrate(q: jax.Array, omega: jax.Array, dt: float | jax.Array) -> jax.Array:
+    """q * exp(omega * dt / 2) with omega in the local frame (MuJoCo's mju_quatIntegrate).
+
+    Written with sinc so that value and gradient stay finite at omega = 0.
+    """
+    n2 = jnp.sum(omega * omega, axis=-1, keepdims=True)
+    theta = dt * jnp.sqrt(jnp.where(n2 > 0, n2, 1.0)) * (n2 > 0)
+    # sin(theta/2)/|omega| = dt/2 * sinc(theta/2) with jnp.sinc(x) = sin(pi x)/(pi x)
+    dq = jnp.concatenate(
+        [jnp.cos(0.5 * theta), 0.5 * dt * jnp.sinc(theta / (2 * jnp.pi)) * omega], axis=-1
+    )
+    return quat_normalize(quat_mul(quat_normalize(q), dq))
+
+
+def cross_motion(v: jax.Array, u: jax.Array) -> jax.Array:
+    """Spatial motion cross product v x u (MuJoCo's mju_crossMotion)."""
+    w, vl = v[..., :3], v[..., 3:]
+    ur, ul = u[..., :3], u[..., 3:]
+    return jnp.concatenate([jnp.cross(w, ur), jnp.cross(w, ul) + jnp.cross(vl, ur)], axis=-1)
+
+
+def cross_force(v: jax.Array, f: jax.Array) -> jax.Array:
+    """Spatial force cross product v x* f (MuJoCo's mju_crossForce)."""
+    w, vl = v[..., :3], v[..., 3:]
+    fr, fl = f[..., :3], f[..., 3:]
+    return jnp.concatenate([jnp.cross(w, fr) + jnp.cross(vl, fl), jnp.cross(w, fl)], axis=-1)
+
+
+def skew(v: jax.Array) -> jax.Array:
+    """[v]x, the matrix with skew(v) @ u = v x u."""
+    x, y, z = jnp.moveaxis(v, -1, 0)
+    o = jnp.zeros_like(x)
+    return jnp.stack(
+        [jnp.stack([o, -z, y], -1), jnp.stack([z, o, -x], -1), jnp.stack([-y, x, o], -1)], -2
+    )
+
+
+def spatial_inertia(mass: jax.Array, inertia: jax.Array, offset: jax.Array) -> jax.Array:
+    """6x6 spatial inertia of a body with centre of mass at ``offset`` from the reference point.
+
+    ``inertia`` is the 3x3 rotational inertia about the centre of mass in world orientation.
+    Maps spatial velocity (angular; linear at the reference point) to momentum (angular about the
+    reference point; linear).
+    """
+    r = skew(offset)
+    m = mass[..., None, None]
+    top = jnp.concatenate([inertia - m * mat_mul(r, r), m * r], axis=-1)
+    eye = jnp.broadcast_to(jnp.eye(3, dtype=inertia.dtype), r.shape)
+    bottom = jnp.concatenate([-m * r, m * eye], axis=-1)
+    return jnp.concatenate([top, bottom], axis=-2)
+
+
+# Small products are unrolled over the contracted axis: XLA fuses the broadcasted multiply-adds
+# into one loop, which on CPU is several times faster than a batched dot of tiny matrices
+# (and more than 10x when one side is shared by all worlds under vmap).
+
+
+def mat_vec(m: jax.Array, v: jax.Array) -> jax.Array:
+    """m @ v for stacks of small matrices and vectors (broadcasting leading axes)."""
+    return sum(m[..., :, k] * v[..., k : k + 1] for k in range(m.shape[-1]))
+
+
+def mat_mul(a: jax.Array, b: jax.Array) -> jax.Array:
+    """a @ b for stacks of small matrices (broadcasting leading axes)."""
+    return sum(a[..., :, k : k + 1] * b[..., k : k + 1, :] for k in range(a.shape[-1]))
+
+
+def static_matmul(a: np.ndarray, x: jax.Array) -> jax.Array:
+    """a @ x for a constant (numpy) matrix ``a`` and x of shape [k, ...], skipping zero columns.
+
+    Used with the 0/1 tree matrices (subtree and ancestor sums).
+    """
+    out = jnp.zeros((a.shape[0], *x.shape[1:]), x.dtype)
+    for k in np.nonzero(np.any(a != 0, axis=0))[0]:
+        col = jnp.asarray(a[:, k], x.dtype).reshape((-1,) + (1,) * (x.ndim - 1))
+        out = out + col * x[k]
+    return out
+
+
+def axis_angle_to_mat(axis: jax.Array, angle: jax.Array) -> jax.Array:
+    """Rotation matrix about unit ``axis`` by ``angle`` (Rodrigues)."""
+    k = skew(axis)
+    s, c = jnp.sin(angle)[..., None, None], jnp.cos(angle)[..., None, None]
+    return jnp.eye(3, dtype=axis.dtype) + s * k + (1 - c) * mat_mul(k, k)
+
+
+def mat_to_quat(r: jax.Array) -> jax.Array:
+    """Unit quaternion (w >= 0 where possible) of a rotation matrix, without branching.
+
+    Each row of Shepperd's 4x4 matrix is proportional to q; the row with the largest diagonal
+    is the best conditioned.
+    """
+    t = r[..., 0, 0] + r[..., 1, 1] + r[..., 2, 2]
+    diag = jnp.stack([1 + t, 1 + 2 * r[..., 0, 0] - t, 1 + 2 * r[..., 1, 1] - t,
+                      1 + 2 * r[..., 2, 2] - t], axis=-1)
+    w = jnp.stack([1 + t, r[..., 2, 1] - r[..., 1, 2], r[..., 0, 2] - r[..., 2, 0],
+                   r[..., 1, 0] - r[..., 0, 1]], -1)
+    x = jnp.stack([r[..., 2, 1] - r[..., 1, 2], 1 + 2 * r[..., 0, 0] - t,
+                   r[..., 0, 1] + r[..., 1, 0], r[..., 0, 2] + r[..., 2, 0]], -1)
+    y = jnp.stack([r[..., 0, 2] - r[..., 2, 0], r[..., 0, 1] + r[..., 1, 0],
+                   1 + 2 * r[..., 1, 1] - t, r[..., 1, 2] + r[..., 2, 1]], -1)
+    z = jnp.stack([r[..., 1, 0] - r[..., 0, 1], r[..., 0, 2] + r[..., 2, 0],
+                   r[..., 1, 2] + r[..., 2, 1], 1 + 2 * r[..., 2, 2] - t], -1)
+    cands = jnp.stack([w, x, y, z], axis=-2)  # [..., 4 candidates, 4 components]
+    best = jnp.argmax(diag, axis=-1)
+    q = jnp.take_along_axis(cands, best[..., None, None], axis=-2)[..., 0, :]
+    q = q / jnp.linalg.norm(q, axis=-1, keepdims=True)
+    return q * jnp.where(q[..., :1] < 0, -1.0, 1.0)

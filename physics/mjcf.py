@@ -1,0 +1,715 @@
+"""MJCF loader: a subset of MuJoCo's XML format -> :class:`physics.system.System`.
+
+Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis), ``inertial`` or inertia from
+geoms and density as MuJoCo computes it, hinge/slide/ball/free joints, plane/sphere/capsule/
+cylinder/box geoms, motor actuators on joints, ``option`` timestep/gravity, ``default`` classes
+with ``childclass``, ``contact/exclude`` and passive fixed tendons. Purely visual or bookkeeping
+content (rgba, material, assets, cameras, lights, sites, sensors, keyframes, ...) is skipped.
+Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
+so a model never silently behaves differently from MuJoCo.
+
+Integrator note: ``option integrator`` is accepted but the engine always integrates with
+MuJoCo's semi-implicit Euler (gymnasium's XMLs ask for RK4).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import os
+import warnings
+import xml.etree.ElementTree as ET
+
+import jax.numpy as jnp
+import numpy as np
+
+from physics import contact
+from physics import system as S
+
+_MINVAL = 1e-15
+
+_JOINT_TYPES = {"free": S.JNT_FREE, "ball": S.JNT_BALL, "slide": S.JNT_SLIDE, "hinge": S.JNT_HINGE}
+_GEOM_TYPES = {
+    "plane": S.GEOM_PLANE,
+    "sphere": S.GEOM_SPHERE,
+    "capsule": S.GEOM_CAPSULE,
+    "cylinder": S.GEOM_CYLINDER,
+    "box": S.GEOM_BOX,
+}
+_ORIENT = ("quat", "euler", "axisangle", "xyaxes", "zaxis")
+_VISUAL = {"name", "class", "rgba", "material", "group", "user"}
+
+# Attributes understood per element; anything else on these elements is an error.
+_KNOWN = {
+    "body": {"pos", "childclass", *_ORIENT} | _VISUAL,
+    "inertial": {"pos", "mass", "diaginertia", "fullinertia", *_ORIENT},
+    "joint": {
+        "type", "pos", "axis", "range", "limited", "armature", "damping", "stiffness",
+        "springref", "ref", "margin", "solreflimit", "solimplimit", "frictionloss",
+        "solreffriction", "solimpfriction",
+    } | _VISUAL,
+    "freejoint": _VISUAL,
+    "geom": {
+        "type", "pos", "size", "fromto", "friction", "contype", "conaffinity", "condim",
+        "density", "mass", "margin", "gap", "solref", "solimp", "solmix", "priority",
+        *_ORIENT,
+    } | _VISUAL,
+    "motor": {"joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"}
+    | _VISUAL,
+    "option": {
+        "timestep", "gravity", "integrator", "iterations", "ls_iterations", "tolerance",
+        "ls_tolerance", "solver", "cone", "impratio", "noslip_iterations", "density",
+        "viscosity", "wind", "magnetic", "jacobian", "apirate",
+    },
+    "compiler": {
+        "angle", "coordinate", "inertiafromgeom", "settotalmass", "eulerseq", "autolimits",
+        "meshdir", "texturedir", "assetdir", "discardvisual", "strippath", "usethread",
+        "boundmass", "boundinertia", "balanceinertia", "fusestatic", "alignfree",
+    },
+    "fixed": {"limited", "range", "stiffness", "damping", "frictionloss", "springlength"}
+    | _VISUAL
+    | {"width", "margin", "solreflimit", "solimplimit", "solreffriction", "solimpfriction"},
+    "exclude": {"name", "body1", "body2"},
+}
+# Vector attributes that may be given partially, the rest coming from the default class.
+_PARTIAL = {"friction", "solimp", "solimplimit", "size", "gear"}
+# Elements skipped because they never change the dynamics.
+_IGNORED = {"site", "camera", "light", "asset", "visual", "statistic", "custom", "size",
+            "keyframe", "sensor"}
+# Option values that must keep MuJoCo's default for the model to be simulated faithfully.
+_OPTION_ZERO = ("noslip_iterations", "density", "viscosity")
+
+
+class MJCFError(ValueError):
+    """A model the engine cannot load (invalid, or using an unsupported feature)."""
+
+
+class MJCFWarning(UserWarning):
+    """A model feature the engine loads but does not simulate (named in the message)."""
+
+
+def _floats(text: str) -> np.ndarray:
+    return np.asarray([float(x) for x in text.split()], np.float64)
+
+
+def _axis_angle_quat(axis: np.ndarray, angle: float) -> np.ndarray:
+    axis = axis / np.linalg.norm(axis)
+    return np.concatenate([[math.cos(angle / 2)], math.sin(angle / 2) * axis])
+
+
+def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return np.array([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ])
+
+
+def _quat_mat(q: np.ndarray) -> np.ndarray:
+    w, x, y, z = q / np.linalg.norm(q)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def _mat_quat(r: np.ndarray) -> np.ndarray:
+    """Quaternion of a rotation matrix (Shepperd's method)."""
+    t = np.trace(r)
+    if t > 0:
+        s = 2 * math.sqrt(t + 1)
+        q = [s / 4, (r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s]
+    else:
+        i = int(np.argmax(np.diag(r)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2 * math.sqrt(1 + r[i, i] - r[j, j] - r[k, k])
+        q = [0.0] * 4
+        q[0] = (r[k, j] - r[j, k]) / s
+        q[1 + i] = s / 4
+        q[1 + j] = (r[j, i] + r[i, j]) / s
+        q[1 + k] = (r[k, i] + r[i, k]) / s
+    q = np.asarray(q)
+    return q / np.linalg.norm(q)
+
+
+def _z_to_vec_quat(vec: np.ndarray) -> np.ndarray:
+    """Quaternion rotating +z onto ``vec`` (MuJoCo's mju_quatZ2Vec)."""
+    v = vec / np.linalg.norm(vec)
+    ax = np.cross([0.0, 0.0, 1.0], v)
+    s = np.linalg.norm(ax)
+    if s < 1e-10:
+        return np.array([0.0, 1.0, 0.0, 0.0]) if v[2] < 0 else np.array([1.0, 0.0, 0.0, 0.0])
+    return _axis_angle_quat(ax / s, math.atan2(s, v[2]))
+
+
+class _Loader:
+    """One pass over a parsed MJCF document, accumulating numpy model arrays."""
+
+    def __init__(self, root: ET.Element, source: str):
+        self.source = source
+        self.root = root
+        self.classes: dict[str, dict[str, dict[str, str]]] = {}
+        self.bodies: list[dict] = []
+        self.joints: list[dict] = []
+        self.geoms: list[dict] = []
+        self.actuators: list[dict] = []
+        self.excludes: list[tuple[str, str, ET.Element]] = []
+
+    # ---------------------------------------------------------------- errors and attributes
+    def error(self, elem: ET.Element | None, msg: str) -> MJCFError:
+        where = ""
+        if elem is not None:
+            name = elem.get("name")
+            where = f"<{elem.tag}{' name=' + repr(name) if name else ''}>: "
+        return MJCFError(f"{self.source}: {where}{msg}")
+
+    def attrs(self, elem: ET.Element, cls: str) -> dict[str, str]:
+        """Element attributes with the defaults of its class filled in, checked for support."""
+        cls = elem.get("class", cls)
+        if cls not in self.classes:
+            raise self.error(elem, f"unknown default class {cls!r}")
+        out = dict(self.classes[cls].get(elem.tag, {}))
+        for key, text in elem.attrib.items():
+            if key in _PARTIAL and key in out:  # MuJoCo overwrites only the numbers given
+                given, dflt = text.split(), out[key].split()
+                text = " ".join(given + dflt[len(given):])
+            out[key] = text
+        unknown = sorted(set(out) - _KNOWN[elem.tag])
+        if unknown:
+            raise self.error(elem, f"unsupported attribute(s) {unknown} on <{elem.tag}>")
+        return out
+
+    def get_floats(
+        self, elem: ET.Element, a: dict[str, str], key: str, default: object, n: int | None = None
+    ) -> np.ndarray:
+        if key not in a:
+            return np.asarray(default, np.float64)
+        v = _floats(a[key])
+        if n is not None and len(v) != n:
+            raise self.error(elem, f"attribute {key!r} needs {n} numbers, got {a[key]!r}")
+        return v
+
+    def flag(self, elem: ET.Element, a: dict[str, str], key: str, auto: bool) -> bool:
+        v = a.get(key, "auto")
+        if v not in ("true", "false", "auto"):
+            raise self.error(elem, f"{key}={v!r} must be true, false or auto")
+        if v == "auto" and not self.autolimits and f"{key[:-7]}range" in a:
+            raise self.error(elem, f"{key} is 'auto' but compiler autolimits is false")
+        return auto if v == "auto" else v == "true"
+
+    # ---------------------------------------------------------------- compiler, option, defaults
+    def parse_compiler(self) -> None:
+        self.degree, self.eulerseq, self.inertiafromgeom = True, "xyz", "auto"
+        self.settotalmass, self.autolimits = -1.0, True
+        for c in self.root.iter("compiler"):
+            a = dict(c.attrib)
+            if set(a) - _KNOWN["compiler"]:
+                bad = sorted(set(a) - _KNOWN["compiler"])
+                raise self.error(c, f"unsupported attribute(s) {bad}")
+            self.degree = a.get("angle", "degree" if self.degree else "radian") == "degree"
+            self.eulerseq = a.get("eulerseq", self.eulerseq)
+            if len(self.eulerseq) != 3 or set(self.eulerseq.lower()) - set("xyz"):
+                raise self.error(c, f"invalid eulerseq {self.eulerseq!r}")
+            self.inertiafromgeom = a.get("inertiafromgeom", self.inertiafromgeom)
+            self.settotalmass = float(a.get("settotalmass", self.settotalmass))
+            self.autolimits = a.get("autolimits", "true") == "true"
+            if a.get("coordinate", "local") != "local":
+                raise self.error(c, "only coordinate='local' is supported")
+            for key, ok in (("boundmass", "0"), ("boundinertia", "0"), ("balanceinertia", "false"),
+                            ("fusestatic", "false"), ("alignfree", "false")):
+                if a.get(key, ok) not in (ok, "0.0"):
+                    raise self.error(c, f"unsupported compiler option {key}={a[key]!r}")
+
+    def parse_option(self) -> None:
+        self.timestep, self.gravity = 0.002, np.array([0.0, 0.0, -9.81])
+        self.iterations, self.cone, self.impratio = 100, "pyramidal", 1.0
+        for o in self.root.iter("option"):
+            a = dict(o.attrib)
+            if set(a) - _KNOWN["option"]:
+                bad = sorted(set(a) - _KNOWN["option"])
+                raise self.error(o, f"unsupported attribute(s) {bad}")
+            for child in o:
+                raise self.error(child, f"unsupported element <{child.tag}> in <option>")
+            self.timestep = float(a.get("timestep", self.timestep))
+            self.gravity = self.get_floats(o, a, "gravity", self.gravity, 3)
+            self.iterations = int(a.get("iterations", self.iterations))
+            self.cone = a.get("cone", self.cone)
+            self.impratio = float(a.get("impratio", self.impratio))
+            for key in _OPTION_ZERO:
+                if float(a.get(key, 0)) != 0:
+                    raise self.error(o, f"unsupported option {key}={a[key]!r}")
+            if np.any(self.get_floats(o, a, "wind", [0, 0, 0], 3) != 0):
+                raise self.error(o, "unsupported option wind")
+            if a.get("integrator", "Euler") not in ("Euler", "RK4", "implicit", "implicitfast"):
+                raise self.error(o, f"unknown integrator {a['integrator']!r}")
+
+    def parse_defaults(self) -> None:
+        self.classes["main"] = {}
+        tops = [d for d in self.root if d.tag == "default"]
+        for top in tops:
+            self._parse_default(top, {}, top.get("class", "main"))
+
+    def _parse_default(self, elem: ET.Element, parent: dict, name: str) -> None:
+        own = copy.deepcopy(parent)
+        for child in elem:
+            if child.tag == "default":
+                continue
+            tag = child.tag
+            if tag not in _KNOWN and tag not in _IGNORED and tag not in ("tendon", "general"):
+                raise self.error(child, f"unsupported element <{tag}> in <default>")
+            own.setdefault(tag, {}).update(child.attrib)
+        self.classes[name] = own
+        for child in elem:
+            if child.tag == "default":
+                if "class" not in child.attrib:
+                    raise self.error(child, "nested <default> needs a class")
+                self._parse_default(child, own, child.attrib["class"])
+
+    # ---------------------------------------------------------------- geometry helpers
+    def angle(self, v: np.ndarray) -> np.ndarray:
+        return v * (math.pi / 180.0) if self.degree else v
+
+    def orientation(self, elem: ET.Element, a: dict[str, str]) -> np.ndarray:
+        """Quaternion from whichever orientation attribute is present (identity if none)."""
+        given = [k for k in _ORIENT if k in a]
+        if len(given) > 1:
+            raise self.error(elem, f"more than one orientation given: {given}")
+        if not given:
+            return np.array([1.0, 0.0, 0.0, 0.0])
+        key = given[0]
+        v = _floats(a[key])
+        need = {"quat": 4, "euler": 3, "axisangle": 4, "xyaxes": 6, "zaxis": 3}[key]
+        if len(v) != need:
+            raise self.error(elem, f"attribute {key!r} needs {need} numbers, got {a[key]!r}")
+        if key == "quat":
+            return v / np.linalg.norm(v)
+        if key == "axisangle":
+            return _axis_angle_quat(v[:3], float(self.angle(v[3])))
+        if key == "zaxis":
+            return _z_to_vec_quat(v)
+        if key == "xyaxes":
+            x = v[:3] / np.linalg.norm(v[:3])
+            y = v[3:] - x * np.dot(x, v[3:])
+            y /= np.linalg.norm(y)
+            return _mat_quat(np.stack([x, y, np.cross(x, y)], axis=1))
+        q = np.array([1.0, 0.0, 0.0, 0.0])
+        for ch, ang in zip(self.eulerseq, self.angle(v), strict=True):
+            r = _axis_angle_quat(np.eye(3)["xyz".index(ch.lower())], float(ang))
+            q = _quat_mul(q, r) if ch.islower() else _quat_mul(r, q)
+        return q
+
+    # ---------------------------------------------------------------- tree
+    def walk(self, elem: ET.Element, parent: int, cls: str) -> None:
+        """Adds body ``elem`` (child of body ``parent``) and its subtree, depth first."""
+        is_world = parent < 0
+        if is_world:
+            a: dict[str, str] = {}
+            pos, quat = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
+        else:
+            a = self.attrs(elem, cls)
+            pos = self.get_floats(elem, a, "pos", np.zeros(3), 3)
+            quat = self.orientation(elem, a)
+            cls = a.get("childclass", cls)
+            if cls not in self.classes:
+                raise self.error(elem, f"unknown childclass {cls!r}")
+        bid = len(self.bodies)
+        body = {"elem": elem, "parent": parent, "pos": pos, "quat": quat, "inertial": None,
+                "name": a.get("name", "world" if is_world else "")}
+        self.bodies.append(body)
+        for child in elem:
+            tag = child.tag
+            if tag == "body":
+                continue
+            if tag in ("joint", "freejoint"):
+                if is_world:
+                    raise self.error(child, "joints cannot be attached to the world body")
+                self.add_joint(child, bid, cls)
+            elif tag == "geom":
+                self.add_geom(child, bid, cls)
+            elif tag == "inertial":
+                if is_world:
+                    raise self.error(child, "the world body cannot have <inertial>")
+                self.add_inertial(child, body)
+            elif tag not in _IGNORED:
+                raise self.error(child, f"unsupported element <{tag}> in <{elem.tag}>")
+        for child in elem:
+            if child.tag == "body":
+                self.walk(child, bid, cls)
+
+    def add_inertial(self, elem: ET.Element, body: dict) -> None:
+        a = self.attrs(elem, "main")
+        if "mass" not in a:
+            raise self.error(elem, "<inertial> needs mass")
+        mass = float(a["mass"])
+        rot = _quat_mat(self.orientation(elem, a))
+        if "fullinertia" in a:
+            xx, yy, zz, xy, xz, yz = self.get_floats(elem, a, "fullinertia", None, 6)
+            inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+        elif "diaginertia" in a:
+            inertia = np.diag(self.get_floats(elem, a, "diaginertia", None, 3))
+        else:
+            raise self.error(elem, "<inertial> needs diaginertia or fullinertia")
+        body["inertial"] = (mass, self.get_floats(elem, a, "pos", np.zeros(3), 3),
+                            rot @ inertia @ rot.T)
+
+    def add_joint(self, elem: ET.Element, bid: int, cls: str) -> None:
+        a = self.attrs(elem, cls)
+        jtype = "free" if elem.tag == "freejoint" else a.get("type", "hinge")
+        if jtype not in _JOINT_TYPES:
+            raise self.error(elem, f"unknown joint type {jtype!r}")
+        t = _JOINT_TYPES[jtype]
+        if float(a.get("frictionloss", 0)) != 0:
+            raise self.error(elem, "unsupported joint frictionloss")
+        if t in (S.JNT_FREE, S.JNT_BALL) and float(a.get("stiffness", 0)) != 0:
+            raise self.error(elem, f"unsupported stiffness on a {jtype} joint")
+        if t == S.JNT_FREE and self.bodies[bid]["parent"] != 0:
+            raise self.error(elem, "a free joint must belong to a child of the world body")
+        angular = t in (S.JNT_HINGE, S.JNT_BALL)
+        conv = self.angle if angular else (lambda v: v)
+        rng = self.get_floats(elem, a, "range", [0.0, 0.0], 2)
+        limited = t != S.JNT_FREE and self.flag(elem, a, "limited", "range" in a)
+        if limited and not rng[0] < rng[1] and t != S.JNT_BALL:
+            raise self.error(elem, f"limited joint needs range lo < hi, got {rng}")
+        axis = self.get_floats(elem, a, "axis", [0.0, 0.0, 1.0], 3)
+        if np.linalg.norm(axis) < 1e-10:
+            raise self.error(elem, "joint axis is zero")
+        solimp = self.get_floats(elem, a, "solimplimit", [0.9, 0.95, 0.001, 0.5, 2.0])
+        self.joints.append({
+            "elem": elem, "body": bid, "type": t, "name": a.get("name", ""),
+            "pos": self.get_floats(elem, a, "pos", np.zeros(3), 3),
+            "axis": axis / np.linalg.norm(axis),
+            "range": conv(rng), "limited": bool(limited),
+            "margin": float(a.get("margin", 0)),
+            "solref": self.get_floats(elem, a, "solreflimit", [0.02, 1.0], 2),
+            "solimp": np.concatenate([solimp, [0.9, 0.95, 0.001, 0.5, 2.0][len(solimp):]]),
+            "stiffness": float(a.get("stiffness", 0)),
+            "armature": float(a.get("armature", 0)),
+            "damping": float(a.get("damping", 0)),
+            "ref": float(conv(float(a.get("ref", 0)))),
+            "springref": float(conv(float(a.get("springref", 0)))),
+        })
+
+    def add_geom(self, elem: ET.Element, bid: int, cls: str) -> None:
+        a = self.attrs(elem, cls)
+        gname = a.get("type", "sphere")
+        if gname not in _GEOM_TYPES:
+            raise self.error(elem, f"unsupported geom type {gname!r}")
+        t = _GEOM_TYPES[gname]
+        size = self.get_floats(elem, a, "size", [])
+        pos = self.get_floats(elem, a, "pos", np.zeros(3), 3)
+        quat = self.orientation(elem, a)
+        need = {S.GEOM_PLANE: 0, S.GEOM_SPHERE: 1, S.GEOM_CAPSULE: 2, S.GEOM_CYLINDER: 2,
+                S.GEOM_BOX: 3}[t]
+        if "fromto" in a:
+            if t not in (S.GEOM_CAPSULE, S.GEOM_CYLINDER, S.GEOM_BOX):
+                raise self.error(elem, f"fromto is not allowed on a {gname} geom")
+            ft = self.get_floats(elem, a, "fromto", None, 6)
+            if np.linalg.norm(ft[3:] - ft[:3]) < 1e-10:
+                raise self.error(elem, "fromto has zero length")
+            # MuJoCo points the geom z axis from "to" towards "from"
+            pos, quat = (ft[:3] + ft[3:]) / 2, _z_to_vec_quat(ft[:3] - ft[3:])
+            half = np.linalg.norm(ft[3:] - ft[:3]) / 2
+            need -= 1
+            if len(size) < need:
+                raise self.error(elem, f"{gname} geom needs size with {need} number(s)")
+            size = np.concatenate([size[:need], [half]])
+        elif len(size) < need:
+            raise self.error(elem, f"{gname} geom needs size with {need} number(s)")
+        if t != S.GEOM_PLANE and np.any(size[:need] <= 0):
+            raise self.error(elem, f"geom size must be positive, got {size[:need]}")
+        if t == S.GEOM_PLANE and bid != 0:
+            raise self.error(elem, "plane geoms must belong to the world body")
+        size = np.concatenate([size, np.zeros(3)])[:3]
+        friction = self.get_floats(elem, a, "friction", [1.0, 0.005, 0.0001])
+        friction = np.concatenate([friction, [1.0, 0.005, 0.0001][len(friction):]])
+        solimp = self.get_floats(elem, a, "solimp", [0.9, 0.95, 0.001, 0.5, 2.0])
+        self.geoms.append({
+            "elem": elem, "body": bid, "type": t, "name": a.get("name", ""), "size": size,
+            "pos": pos, "quat": quat, "friction": friction,
+            "contype": int(a.get("contype", 1)), "conaffinity": int(a.get("conaffinity", 1)),
+            "condim": int(a.get("condim", 3)), "priority": int(a.get("priority", 0)),
+            "density": float(a.get("density", 1000.0)),
+            "mass": float(a["mass"]) if "mass" in a else None,
+            "margin": float(a.get("margin", 0)), "gap": float(a.get("gap", 0)),
+            "solmix": float(a.get("solmix", 1.0)),
+            "solref": self.get_floats(elem, a, "solref", [0.02, 1.0], 2),
+            "solimp": np.concatenate([solimp, [0.9, 0.95, 0.001, 0.5, 2.0][len(solimp):]]),
+        })
+
+    # ---------------------------------------------------------------- actuators, contact, tendon
+    def parse_actuators(self) -> None:
+        names = [j["name"] for j in self.joints]
+        for sec in self.root.iter("actuator"):
+            for m in sec:
+                if m.tag != "motor":
+                    raise self.error(m, f"unsupported actuator <{m.tag}> (only <motor>)")
+                a = self.attrs(m, "main")
+                if "joint" not in a:
+                    raise self.error(m, "motor needs a joint (other transmissions unsupported)")
+                if a["joint"] not in names:
+                    raise self.error(m, f"unknown joint {a['joint']!r}")
+                jid = names.index(a["joint"])
+                if self.joints[jid]["type"] not in (S.JNT_HINGE, S.JNT_SLIDE):
+                    raise self.error(m, "motors are supported on hinge and slide joints only")
+                gear = self.get_floats(m, a, "gear", [1.0])
+                if np.any(gear[1:] != 0):
+                    raise self.error(m, "only the first gear component applies to a joint")
+                ctrl = self.get_floats(m, a, "ctrlrange", [0.0, 0.0], 2)
+                force = self.get_floats(m, a, "forcerange", [0.0, 0.0], 2)
+                inf = np.array([-np.inf, np.inf])
+                ctrllimited = self.flag(m, a, "ctrllimited", "ctrlrange" in a)
+                forcelimited = self.flag(m, a, "forcelimited", "forcerange" in a)
+                for lim, rng, key in ((ctrllimited, ctrl, "ctrlrange"),
+                                      (forcelimited, force, "forcerange")):
+                    if lim and not rng[0] < rng[1]:
+                        raise self.error(m, f"limited {key} needs lo < hi, got {rng}")
+                self.actuators.append({
+                    "name": a.get("name", ""), "joint": jid, "gear": float(gear[0]),
+                    "ctrlrange": ctrl if ctrllimited else inf,
+                    "forcerange": force if forcelimited else inf,
+                })
+
+    def parse_contact_and_tendons(self) -> None:
+        for sec in self.root.iter("contact"):
+            for e in sec:
+                if e.tag != "exclude":
+                    raise self.error(e, f"unsupported element <{e.tag}> in <contact>")
+                a = self.attrs(e, "main")
+                if "body1" not in a or "body2" not in a:
+                    raise self.error(e, "exclude needs body1 and body2")
+                self.excludes.append((a["body1"], a["body2"], e))
+        for sec in self.root.iter("tendon"):
+            if sec not in list(self.root):
+                continue  # <tendon/> inside <default>
+            for t in sec:
+                if t.tag != "fixed":
+                    raise self.error(t, f"unsupported tendon <{t.tag}>")
+                a = self.attrs(t, "main")
+                active = [k for k in ("stiffness", "damping", "frictionloss")
+                          if float(a.get(k, 0)) != 0]
+                if active or self.flag(t, a, "limited", "range" in a):
+                    raise self.error(t, "fixed tendons with stiffness, damping, frictionloss or "
+                                     "limits are unsupported")
+                # A passive, unlimited, unactuated fixed tendon exerts no force.
+
+    # ---------------------------------------------------------------- mass properties
+    def geom_inertia(self, g: dict) -> tuple[float, np.ndarray]:
+        """Mass and 3x3 inertia (about its centre, body frame) of a geom, as MuJoCo computes."""
+        r, h = g["size"][0], g["size"][1]
+        t = g["type"]
+        if t == S.GEOM_SPHERE:
+            vol = 4 / 3 * math.pi * r**3
+        elif t == S.GEOM_CAPSULE:
+            vol = math.pi * r * r * 2 * h + 4 / 3 * math.pi * r**3
+        elif t == S.GEOM_CYLINDER:
+            vol = math.pi * r * r * 2 * h
+        else:
+            vol = 8 * float(np.prod(g["size"]))
+        mass = g["mass"] if g["mass"] is not None else g["density"] * vol
+        if t == S.GEOM_SPHERE:
+            d = np.full(3, 0.4 * mass * r * r)
+        elif t == S.GEOM_CAPSULE:
+            height = 2 * h
+            sphere_mass = mass * (4 / 3 * r**3) / (4 / 3 * r**3 + r * r * height)
+            cyl_mass = mass - sphere_mass
+            ixx = cyl_mass * (3 * r * r + height * height) / 12
+            izz = cyl_mass * r * r / 2
+            sph = 2 * sphere_mass * r * r / 5
+            ixx += sph + sphere_mass * height * (3 * r + 2 * height) / 8
+            d = np.array([ixx, ixx, izz + sph])
+        elif t == S.GEOM_CYLINDER:
+            ixx = mass * (3 * r * r + 4 * h * h) / 12
+            d = np.array([ixx, ixx, mass * r * r / 2])
+        else:
+            x, y, z = 4 * g["size"] ** 2
+            d = mass / 12 * np.array([y + z, x + z, x + y])
+        rot = _quat_mat(g["quat"])
+        return mass, rot @ np.diag(d) @ rot.T
+
+    def body_inertias(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        nb = len(self.bodies)
+        mass, ipos, inertia = np.zeros(nb), np.zeros((nb, 3)), np.zeros((nb, 3, 3))
+        from_geoms = {"true": True, "false": False}.get(self.inertiafromgeom)
+        for b, body in enumerate(self.bodies):
+            if b == 0:
+                continue
+            parts = []
+            use_geoms = from_geoms if from_geoms is not None else body["inertial"] is None
+            if use_geoms:
+                for g in self.geoms:
+                    if g["body"] == b:
+                        m, inert = self.geom_inertia(g)
+                        parts.append((m, g["pos"], inert))
+            elif body["inertial"] is not None:
+                parts.append(body["inertial"])
+            if not parts:
+                continue
+            m = sum(p[0] for p in parts)
+            if m < _MINVAL:
+                continue
+            com = sum(p[0] * p[1] for p in parts) / m
+            full = np.zeros((3, 3))
+            for pm, pp, pi in parts:
+                d = pp - com
+                full += pi + pm * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
+            mass[b], ipos[b], inertia[b] = m, com, full
+        if self.settotalmass > 0:
+            scale = self.settotalmass / mass.sum()
+            mass, inertia = mass * scale, inertia * scale
+        return mass, ipos, inertia
+
+    # ---------------------------------------------------------------- assembly
+    def build(self) -> S.System:
+        top = [c.tag for c in self.root]
+        for tag in top:
+            if tag not in {"compiler", "option", "default", "worldbody", "actuator", "contact",
+                           "tendon"} | _IGNORED:
+                raise self.error(None, f"unsupported element <{tag}>")
+        self.parse_compiler()
+        self.parse_option()
+        self.parse_defaults()
+        worlds = [c for c in self.root if c.tag == "worldbody"]
+        if len(worlds) != 1:
+            raise self.error(None, "expected exactly one <worldbody>")
+        self.walk(worlds[0], -1, "main")
+        self.parse_actuators()
+        self.parse_contact_and_tendons()
+        mass, ipos, inertia = self.body_inertias()
+        parent = tuple(b["parent"] for b in self.bodies)
+        topo = S.Topology(parent, tuple(j["type"] for j in self.joints),
+                          tuple(j["body"] for j in self.joints))
+        self.check_masses(topo, mass)
+        names = [b["name"] for b in self.bodies]
+        excl = []
+        for b1, b2, e in self.excludes:
+            for n in (b1, b2):
+                if n not in names:
+                    raise self.error(e, f"unknown body {n!r}")
+            excl.append((names.index(b1), names.index(b2)))
+
+        qpos0, qpos_spring, armature, damping = [], [], [], []
+        for j in self.joints:
+            t, nv = j["type"], S.JNT_NV[j["type"]]
+            if t == S.JNT_FREE:
+                body = self.bodies[j["body"]]
+                q0 = list(body["pos"]) + list(body["quat"])
+                qs = q0
+            elif t == S.JNT_BALL:
+                q0 = qs = [1.0, 0.0, 0.0, 0.0]
+            else:
+                q0, qs = [j["ref"]], [j["springref"]]
+            qpos0 += q0
+            qpos_spring += qs
+            armature += [j["armature"]] * nv
+            damping += [j["damping"]] * nv
+
+        f32 = lambda x, shape=None: jnp.asarray(  # noqa: E731
+            np.asarray(x, np.float64).reshape(shape) if shape else x, jnp.float32)
+        nj, ng, nu = len(self.joints), len(self.geoms), len(self.actuators)
+        jf = lambda k, shape: f32([j[k] for j in self.joints], (nj, *shape))  # noqa: E731
+        gf = lambda k, shape: f32([g[k] for g in self.geoms], (ng, *shape))  # noqa: E731
+        af = lambda k, shape: f32([u[k] for u in self.actuators], (nu, *shape))  # noqa: E731
+        sys_ = S.System(
+            timestep=f32(self.timestep),
+            gravity=f32(self.gravity),
+            body_pos=f32([b["pos"] for b in self.bodies]),
+            body_quat=f32([b["quat"] for b in self.bodies]),
+            body_mass=f32(mass),
+            body_ipos=f32(ipos),
+            body_inertia=f32(inertia),
+            jnt_pos=jf("pos", (3,)),
+            jnt_axis=jf("axis", (3,)),
+            jnt_range=jf("range", (2,)),
+            jnt_margin=jf("margin", ()),
+            jnt_solref=jf("solref", (2,)),
+            jnt_solimp=jf("solimp", (5,)),
+            jnt_stiffness=jf("stiffness", ()),
+            dof_armature=f32(armature, (len(armature),)),
+            dof_damping=f32(damping, (len(damping),)),
+            qpos0=f32(qpos0, (len(qpos0),)),
+            qpos_spring=f32(qpos_spring, (len(qpos_spring),)),
+            geom_size=gf("size", (3,)),
+            geom_pos=gf("pos", (3,)),
+            geom_quat=gf("quat", (4,)),
+            geom_friction=gf("friction", (3,)),
+            geom_margin=gf("margin", ()),
+            geom_gap=gf("gap", ()),
+            geom_solref=gf("solref", (2,)),
+            geom_solimp=gf("solimp", (5,)),
+            geom_solmix=gf("solmix", ()),
+            actuator_gear=af("gear", ()),
+            actuator_ctrlrange=af("ctrlrange", (2,)),
+            actuator_forcerange=af("forcerange", (2,)),
+            body_invweight0=jnp.zeros((topo.nbody, 2), jnp.float32),
+            dof_invweight0=jnp.zeros(topo.nv, jnp.float32),
+            topology=topo,
+            jnt_limited=tuple(j["limited"] for j in self.joints),
+            geom_type=tuple(g["type"] for g in self.geoms),
+            geom_body=tuple(g["body"] for g in self.geoms),
+            geom_contype=tuple(g["contype"] for g in self.geoms),
+            geom_conaffinity=tuple(g["conaffinity"] for g in self.geoms),
+            geom_condim=tuple(g["condim"] for g in self.geoms),
+            geom_priority=tuple(g["priority"] for g in self.geoms),
+            actuator_trnid=tuple(u["joint"] for u in self.actuators),
+            exclude_pairs=tuple(excl),
+            body_names=tuple(names),
+            jnt_names=tuple(j["name"] for j in self.joints),
+            geom_names=tuple(g["name"] for g in self.geoms),
+            actuator_names=tuple(u["name"] for u in self.actuators),
+            solver_iterations=self.iterations,
+            cone=self.cone,
+            impratio=self.impratio,
+            contact_pairs=contact.contact_pairs(
+                topo, tuple(g["type"] for g in self.geoms), tuple(g["body"] for g in self.geoms),
+                tuple(g["contype"] for g in self.geoms),
+                tuple(g["conaffinity"] for g in self.geoms), tuple(excl)),
+        )
+        dropped = contact.unsupported_pairs(sys_.geom_type, sys_.contact_pairs)
+        if dropped:  # e.g. cylinders: loadable (inertia), but without a collision function
+            names = ", ".join(f"({sys_.geom_names[a] or a!r}, {sys_.geom_names[b] or b!r})"
+                              for a, b in dropped)
+            warnings.warn(f"{self.source}: no collision function for geom pair(s) {names}; "
+                          "they are not collided", MJCFWarning, stacklevel=3)
+            sys_ = dataclasses.replace(sys_, contact_pairs=tuple(
+                p for p in sys_.contact_pairs if p not in dropped))
+        problems = contact.check_supported(sys_)
+        if self.cone != "pyramidal":
+            problems.append(f"cone={self.cone!r}: only the pyramidal cone is supported")
+        if problems:
+            raise self.error(None, "; ".join(problems))
+        body_iw, dof_iw = contact.invweights(sys_)
+        return dataclasses.replace(sys_, body_invweight0=body_iw, dof_invweight0=dof_iw)
+
+    def check_masses(self, topo: S.Topology, mass: np.ndarray) -> None:
+        """A jointed body whose subtree has no mass would make the mass matrix singular."""
+        subtree = topo.body_ancestor @ mass
+        for j in self.joints:
+            b = j["body"]
+            if subtree[b] < _MINVAL and j["armature"] <= 0:
+                raise self.error(self.bodies[b]["elem"],
+                                 f"moving body has zero mass (joint {j['name']!r})")
+
+
+def _parse(source: str | os.PathLike) -> tuple[ET.Element, str]:
+    text = os.fspath(source)
+    name = "<xml string>" if text.lstrip().startswith("<") else text
+    try:
+        if name == text:
+            with open(text) as f:
+                text = f.read()
+        return ET.fromstring(text), name
+    except ET.ParseError as e:
+        raise MJCFError(f"{name}: invalid XML: {e}") from e
+
+
+def load_mjcf(source: str | os.PathLike) -> S.System:
+    """Builds a System from an MJCF file path or XML string (numpy, once per model)."""
+    root, name = _parse(source)
+    if root.tag != "mujoco":
+        raise MJCFError(f"{name}: root element must be <mujoco>, got <{root.tag}>")
+    return _Loader(root, name).build()

@@ -1,0 +1,162 @@
+"""State, initialisation and time stepping (MuJoCo's Euler integrator).
+
+One substep, like mj_step with the default integrator: forward dynamics at (q, qd), then
+semi-implicit Euler with implicit joint damping, qd' = qd + dt * (M + dt*D)^-1 (f + f_c),
+and q' integrated with qd' (quaternions on the manifold for ball and free joints).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+
+from physics import contact, dynamics, kinematics, math
+from physics.contact import ContactState
+from physics.kinematics import Kinematics
+from physics.system import JNT_BALL, JNT_FREE, System
+
+
+class State(NamedTuple):
+    """A world's state: MuJoCo's qpos/qvel plus quantities computed from them.
+
+    ``kin`` and ``cvel`` always belong to the current ``q``/``qd``. ``qacc``,
+    ``qfrc_constraint``, ``contact`` and ``cfrc_ext`` are those of the substep that produced
+    this state (zeros and inactive contacts after init), like MuJoCo's mjData after mj_step:
+    ``qacc`` is the constrained acceleration before the implicit-damping correction (MuJoCo's
+    qacc, also the solver's warm start), ``contact`` holds every candidate contact slot
+    (see :func:`physics.contact.contact_geoms`), ``cfrc_ext`` the per-body contact wrenches.
+    """
+
+    q: jax.Array  # [nq] qpos order: free = pos(3) + quat(4, w first), ball = quat(4)
+    qd: jax.Array  # [nv] qvel order: free = world linear(3) + local angular(3)
+    time: jax.Array  # []
+    kin: Kinematics
+    cvel: jax.Array  # [nbody, 6] (angular; linear at the tree com)
+    qacc: jax.Array  # [nv]
+    qfrc_constraint: jax.Array  # [nv]
+    contact: ContactState  # [ncon] slots: dist, pos, frame, contact-frame force
+    cfrc_ext: jax.Array  # [nbody, 6] contact wrenches (torque at the tree com, force)
+
+    @property
+    def xpos(self) -> jax.Array:
+        """[nbody, 3] body frame origins."""
+        return self.kin.xpos
+
+    @property
+    def xquat(self) -> jax.Array:
+        """[nbody, 4] body orientations (w, x, y, z), converted from xmat on demand."""
+        return math.mat_to_quat(self.kin.xmat)
+
+    @property
+    def xmat(self) -> jax.Array:
+        """[nbody, 3, 3] body rotation matrices."""
+        return self.kin.xmat
+
+    @property
+    def xipos(self) -> jax.Array:
+        """[nbody, 3] body centres of mass."""
+        return self.kin.xipos
+
+
+def body_velocity(sys: System, state: State) -> tuple[jax.Array, jax.Array]:
+    """World-frame (angular, linear) velocity of each body; linear at the body's centre of mass."""
+    ref = state.kin.subtree_com[sys.topology.body_root]
+    ang, lin = state.cvel[:, :3], state.cvel[:, 3:]
+    return ang, lin + jnp.cross(ang, state.kin.xipos - ref)
+
+
+def center_of_mass(sys: System, state: State) -> jax.Array:
+    """[3] centre of mass of all moving bodies."""
+    mass = sys.body_mass
+    return (mass @ state.kin.xipos) / jnp.sum(mass)
+
+
+def init(sys: System, q: jax.Array | None = None, qd: jax.Array | None = None) -> State:
+    """State at ``q`` (default: qpos0) and ``qd`` (default: zeros)."""
+    dtype = sys.body_mass.dtype
+    q = sys.qpos0 if q is None else jnp.asarray(q, dtype)
+    qd = jnp.zeros(sys.nv, dtype) if qd is None else jnp.asarray(qd, dtype)
+    kin = kinematics.forward_kinematics(sys, q)
+    cvel = kinematics.com_velocity(sys, kin.cdof, qd)
+    zero = jnp.zeros(sys.nv, dtype)
+    return State(q, qd, jnp.zeros((), dtype), kin, cvel, zero, zero,
+                 contact.empty_contact(sys, dtype), jnp.zeros((sys.nbody, 6), dtype))
+
+
+def smooth_force(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
+    """qfrc_smooth = passive + actuator - bias (all forces but constraints)."""
+    bias = dynamics.bias_force(sys, state.kin, state.cvel, state.qd)
+    passive = dynamics.passive_force(sys, state.q, state.qd)
+    return passive + dynamics.actuator_force(sys, ctrl) - bias
+
+
+def constraint_force(
+    sys: System, state: State, mass: jax.Array, qfrc_smooth: jax.Array
+) -> jax.Array:
+    """qfrc_constraint [nv]: joint-limit and contact forces of the soft-constraint solver.
+
+    Given the mass matrix M and qfrc_smooth, the generalized constraint force (J^T lambda) so
+    that M qacc = qfrc_smooth + qfrc_constraint (:func:`physics.contact.solve_constraints`
+    gives the contacts and forces too).
+    """
+    return contact.solve_constraints(sys, state, mass, qfrc_smooth).qfrc_constraint
+
+
+def forward(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
+    """Contact-free qacc = M^-1 qfrc_smooth (MuJoCo's mj_forward qacc with constraints off)."""
+    m = dynamics.mass_matrix(sys, state.kin)
+    return jsl.cho_solve(jsl.cho_factor(m), smooth_force(sys, state, ctrl))
+
+
+def integrate_position(sys: System, q: jax.Array, qd: jax.Array, dt: jax.Array) -> jax.Array:
+    """q advanced by qd over dt (MuJoCo's mj_integratePos)."""
+    topo = sys.topology
+    jt = np.asarray(topo.jnt_type)
+    # linear part: every qpos slot that is not a quaternion gets qd of its dof
+    lin = np.zeros((topo.nq, topo.nv), np.float32)
+    quat_joints = []
+    for j, t in enumerate(jt):
+        qa, da = topo.jnt_qposadr[j], topo.jnt_dofadr[j]
+        n_lin = 3 if t == JNT_FREE else (0 if t == JNT_BALL else 1)
+        lin[qa + np.arange(n_lin), da + np.arange(n_lin)] = 1.0
+        if t in (JNT_FREE, JNT_BALL):
+            quat_joints.append((qa + n_lin, da + n_lin))
+    q_new = q + dt * math.static_matmul(lin, qd)
+    if quat_joints:
+        qa = np.asarray([a for a, _ in quat_joints])[:, None]
+        da = np.asarray([d for _, d in quat_joints])[:, None]
+        quat = math.quat_integrate(q[qa + np.arange(4)], qd[da + np.arange(3)], dt)
+        q_new = q_new.at[qa + np.arange(4)].set(quat)
+    return q_new
+
+
+def _substep(sys: System, state: State, ctrl: jax.Array) -> State:
+    dt = sys.timestep
+    m = dynamics.mass_matrix(sys, state.kin)
+    f = smooth_force(sys, state, ctrl)
+    res = contact.solve_constraints(sys, state, m, f)
+    fc = res.qfrc_constraint
+    # MuJoCo's Euler: damping integrated implicitly, (M + dt*D) qacc = M qacc_forward
+    qacc = jsl.cho_solve(jsl.cho_factor(m + jnp.diag(dt * sys.dof_damping)), f + fc)
+    qd = state.qd + dt * qacc
+    q = integrate_position(sys, state.q, qd, dt)
+    kin = kinematics.forward_kinematics(sys, q)
+    cvel = kinematics.com_velocity(sys, kin.cdof, qd)
+    return State(q, qd, state.time + dt, kin, cvel, res.qacc, fc, res.contact, res.cfrc_ext)
+
+
+def step(sys: System, state: State, ctrl: jax.Array, n_substeps: int = 1) -> State:
+    """Advances ``n_substeps`` timesteps with ``ctrl`` held (lax.scan over substeps).
+
+    Jit with ``n_substeps`` static, e.g. ``jax.jit(step, static_argnames="n_substeps")``.
+    """
+    ctrl = jnp.asarray(ctrl, state.qd.dtype)
+    if n_substeps == 1:
+        return _substep(sys, state, ctrl)
+    state, _ = jax.lax.scan(lambda s, _: (_substep(sys, s, ctrl), None), state, None,
+                            length=n_substeps)
+    return state

@@ -1,0 +1,245 @@
+"""The System pytree: everything a step needs to know about a model.
+
+Arrays (masses, offsets, axes, ...) are pytree leaves, so they can be traced, vmapped over (domain
+randomisation) or differentiated. The kinematic tree (parents, joint types, index maps) is static
+Python data held in :class:`Topology`, from which the index arrays and 0/1 tree matrices that let
+the per-step code run vectorised over bodies are derived once per model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import numpy as np
+
+# Joint and geom type codes are MuJoCo's (mjtJoint, mjtGeom).
+JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = 0, 1, 2, 3
+JNT_NQ = {JNT_FREE: 7, JNT_BALL: 4, JNT_SLIDE: 1, JNT_HINGE: 1}
+JNT_NV = {JNT_FREE: 6, JNT_BALL: 3, JNT_SLIDE: 1, JNT_HINGE: 1}
+GEOM_PLANE, GEOM_SPHERE, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_BOX = 0, 2, 3, 5, 6
+
+
+@dataclasses.dataclass(frozen=True)
+class Topology:
+    """Static structure of the kinematic tree (hashable: it is a jit-static part of System).
+
+    Bodies, joints and dofs are numbered in MuJoCo's order (depth-first, document order); body 0
+    is the world.
+    """
+
+    body_parent: tuple[int, ...]  # parent body of each body (-1 for the world)
+    jnt_type: tuple[int, ...]
+    jnt_body: tuple[int, ...]
+
+    @property
+    def nbody(self) -> int:
+        return len(self.body_parent)
+
+    @property
+    def njnt(self) -> int:
+        return len(self.jnt_type)
+
+    @functools.cached_property
+    def jnt_qposadr(self) -> np.ndarray:
+        return np.cumsum([0] + [JNT_NQ[t] for t in self.jnt_type])[:-1].astype(np.int32)
+
+    @functools.cached_property
+    def jnt_dofadr(self) -> np.ndarray:
+        return np.cumsum([0] + [JNT_NV[t] for t in self.jnt_type])[:-1].astype(np.int32)
+
+    @property
+    def nq(self) -> int:
+        return int(sum(JNT_NQ[t] for t in self.jnt_type))
+
+    @property
+    def nv(self) -> int:
+        return int(sum(JNT_NV[t] for t in self.jnt_type))
+
+    @functools.cached_property
+    def dof_jnt(self) -> np.ndarray:
+        return np.repeat(np.arange(self.njnt), [JNT_NV[t] for t in self.jnt_type]).astype(np.int32)
+
+    @functools.cached_property
+    def dof_body(self) -> np.ndarray:
+        return np.asarray(self.jnt_body, np.int32)[self.dof_jnt]
+
+    @functools.cached_property
+    def body_depth(self) -> np.ndarray:
+        depth = np.zeros(self.nbody, np.int32)
+        for b in range(1, self.nbody):
+            depth[b] = depth[self.body_parent[b]] + 1
+        return depth
+
+    @functools.cached_property
+    def body_root(self) -> np.ndarray:
+        """The child of the world whose tree holds each body (0 for the world)."""
+        root = np.zeros(self.nbody, np.int32)
+        for b in range(1, self.nbody):
+            p = self.body_parent[b]
+            root[b] = b if p == 0 else root[p]
+        return root
+
+    @functools.cached_property
+    def levels(self) -> tuple[np.ndarray, ...]:
+        """Bodies grouped by depth (world excluded): a level only depends on earlier levels."""
+        d = self.body_depth
+        return tuple(np.nonzero(d == k)[0].astype(np.int32) for k in range(1, int(d.max()) + 1))
+
+    @functools.cached_property
+    def body_ancestor(self) -> np.ndarray:
+        """A[i, j] = 1 if body i is body j or one of its ancestors (world excluded)."""
+        a = np.zeros((self.nbody, self.nbody), np.float32)
+        for j in range(1, self.nbody):
+            i = j
+            while i > 0:
+                a[i, j] = 1.0
+                i = self.body_parent[i]
+        return a
+
+    @functools.cached_property
+    def body_dof(self) -> np.ndarray:
+        """[nbody, nv]: 1 where the dof moves the body (it sits on the body or an ancestor)."""
+        return self.body_ancestor[self.dof_body, :].T.copy()
+
+    @functools.cached_property
+    def dof_ancestor(self) -> np.ndarray:
+        """[nv, nv]: 1 where dof i is dof j or precedes it on j's path to the root."""
+        b = self.dof_body
+        same_or_before = np.arange(self.nv)[:, None] <= np.arange(self.nv)[None, :]
+        anc = self.body_ancestor[b[:, None], b[None, :]] > 0
+        strict = anc & (b[:, None] != b[None, :])
+        return (strict | ((b[:, None] == b[None, :]) & same_or_before)).astype(np.float32)
+
+    @functools.cached_property
+    def dof_moving_frame(self) -> np.ndarray:
+        """[nv, nv]: 1 where dof i moves the frame that carries dof j's axis.
+
+        Strict ancestors, except that the three rotational dofs of a ball or free joint share
+        one body-fixed frame (MuJoCo computes their cdof_dot from the velocity before them).
+        """
+        m = self.dof_ancestor - np.eye(self.nv, dtype=np.float32)
+        for j, t in enumerate(self.jnt_type):
+            if t in (JNT_BALL, JNT_FREE):
+                r = self.jnt_dofadr[j] + (3 if t == JNT_FREE else 0) + np.arange(3)
+                m[np.ix_(r, r)] = 0.0
+        return m
+
+    @functools.cached_property
+    def free_joints(self) -> np.ndarray:
+        return np.asarray([j for j, t in enumerate(self.jnt_type) if t == JNT_FREE], np.int32)
+
+    @functools.cached_property
+    def max_body_joints(self) -> int:
+        return max([self.jnt_body.count(b) for b in range(self.nbody)] + [0])
+
+
+def _static(**kw: object) -> dataclasses.Field:
+    return dataclasses.field(metadata={"static": True}, **kw)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class System:
+    """A model ready to simulate; built by :func:`physics.load_mjcf`.
+
+    Quantities use MuJoCo's names and meanings. Inertias are full 3x3 tensors about the centre
+    of mass in the body frame. Unlimited ranges are (-inf, inf).
+    """
+
+    # options
+    timestep: jax.Array  # []
+    gravity: jax.Array  # [3]
+    # bodies
+    body_pos: jax.Array  # [nbody, 3] offset in the parent frame
+    body_quat: jax.Array  # [nbody, 4]
+    body_mass: jax.Array  # [nbody]
+    body_ipos: jax.Array  # [nbody, 3] centre of mass in the body frame
+    body_inertia: jax.Array  # [nbody, 3, 3] about the centre of mass, body frame
+    # joints and dofs
+    jnt_pos: jax.Array  # [njnt, 3] anchor in the body frame
+    jnt_axis: jax.Array  # [njnt, 3] unit axis in the body frame (hinge, slide)
+    jnt_range: jax.Array  # [njnt, 2] (radians for hinge and ball)
+    jnt_margin: jax.Array  # [njnt]
+    jnt_solref: jax.Array  # [njnt, 2] solreflimit
+    jnt_solimp: jax.Array  # [njnt, 5] solimplimit
+    jnt_stiffness: jax.Array  # [njnt]
+    dof_armature: jax.Array  # [nv]
+    dof_damping: jax.Array  # [nv]
+    qpos0: jax.Array  # [nq] reference configuration (joint ref; free body pose)
+    qpos_spring: jax.Array  # [nq] spring rest configuration (springref)
+    # geoms
+    geom_size: jax.Array  # [ngeom, 3]
+    geom_pos: jax.Array  # [ngeom, 3] in the body frame
+    geom_quat: jax.Array  # [ngeom, 4]
+    geom_friction: jax.Array  # [ngeom, 3] sliding, torsional, rolling
+    geom_margin: jax.Array  # [ngeom]
+    geom_gap: jax.Array  # [ngeom]
+    geom_solref: jax.Array  # [ngeom, 2]
+    geom_solimp: jax.Array  # [ngeom, 5]
+    geom_solmix: jax.Array  # [ngeom]
+    # actuators (motors on hinge/slide joints)
+    actuator_gear: jax.Array  # [nu]
+    actuator_ctrlrange: jax.Array  # [nu, 2]
+    actuator_forcerange: jax.Array  # [nu, 2]
+    # constants MuJoCo computes at qpos0 (mj_setConst): diagonal approximations of J M^-1 J^T
+    body_invweight0: jax.Array  # [nbody, 2] translation, rotation
+    dof_invweight0: jax.Array  # [nv]
+    # static structure
+    topology: Topology = _static()
+    jnt_limited: tuple[bool, ...] = _static()
+    geom_type: tuple[int, ...] = _static()
+    geom_body: tuple[int, ...] = _static()
+    geom_contype: tuple[int, ...] = _static()
+    geom_conaffinity: tuple[int, ...] = _static()
+    geom_condim: tuple[int, ...] = _static()
+    geom_priority: tuple[int, ...] = _static()
+    actuator_trnid: tuple[int, ...] = _static()  # joint driven by each actuator
+    exclude_pairs: tuple[tuple[int, int], ...] = _static()  # body pairs from <contact><exclude>
+    body_names: tuple[str, ...] = _static()
+    jnt_names: tuple[str, ...] = _static()
+    geom_names: tuple[str, ...] = _static()
+    actuator_names: tuple[str, ...] = _static()
+    contact_pairs: tuple[tuple[int, int], ...] = _static(default=())  # candidate geom pairs
+    disable_contact: bool = _static(default=False)  # MuJoCo's mjDSBL_CONTACT
+    disable_limit: bool = _static(default=False)  # MuJoCo's mjDSBL_LIMIT
+    solver_iterations: int = _static(default=100)  # <option iterations>: hint for the solver
+    cone: str = _static(default="pyramidal")
+    impratio: float = _static(default=1.0)
+
+    @property
+    def nbody(self) -> int:
+        return self.topology.nbody
+
+    @property
+    def njnt(self) -> int:
+        return self.topology.njnt
+
+    @property
+    def nq(self) -> int:
+        return self.topology.nq
+
+    @property
+    def nv(self) -> int:
+        return self.topology.nv
+
+    @property
+    def ngeom(self) -> int:
+        return len(self.geom_type)
+
+    @property
+    def nu(self) -> int:
+        return len(self.actuator_trnid)
+
+    def body_id(self, name: str) -> int:
+        """Index of the body called ``name``."""
+        return self.body_names.index(name)
+
+    def joint_id(self, name: str) -> int:
+        """Index of the joint called ``name``."""
+        return self.jnt_names.index(name)
+
+    def geom_id(self, name: str) -> int:
+        """Index of the geom called ``name``."""
+        return self.geom_names.index(name)

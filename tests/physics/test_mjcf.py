@@ -1,0 +1,141 @@
+"""MJCF loading: gymnasium's models load unmodified and match MuJoCo's compiled model."""
+
+import os
+
+import mujoco
+import numpy as np
+import pytest
+
+import physics
+from physics import mjcf
+
+GYM_MODELS = ["ant", "half_cheetah", "hopper", "walker2d_v5", "humanoid", "reacher",
+              "inverted_pendulum", "inverted_double_pendulum"]
+
+
+def gym_asset(name):
+    gym = pytest.importorskip("gymnasium")
+    return os.path.join(os.path.dirname(gym.__file__), "envs", "mujoco", "assets", name + ".xml")
+
+
+def _body_inertia(m):
+    rot = np.stack([mjcf._quat_mat(q) for q in m.body_iquat])
+    return np.einsum("bij,bj,bkj->bik", rot, m.body_inertia, rot)
+
+
+def _check_against_mujoco(sys, m):
+    assert (sys.nq, sys.nv, sys.nbody, sys.njnt, sys.ngeom, sys.nu) == (
+        m.nq, m.nv, m.nbody, m.njnt, m.ngeom, m.nu)
+    close = lambda a, b: np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5, atol=1e-6)
+    close(sys.body_mass, m.body_mass)
+    close(sys.body_ipos, m.body_ipos)
+    close(sys.body_inertia, _body_inertia(m))
+    close(sys.body_pos, m.body_pos)
+    close(sys.qpos0, m.qpos0)
+    close(sys.jnt_range, m.jnt_range)
+    close(sys.jnt_axis, m.jnt_axis)
+    close(sys.jnt_pos, m.jnt_pos)
+    close(sys.dof_armature, m.dof_armature)
+    close(sys.dof_damping, m.dof_damping)
+    close(sys.jnt_stiffness, m.jnt_stiffness)
+    close(sys.geom_size, m.geom_size)
+    close(sys.geom_pos, m.geom_pos)
+    close(sys.geom_friction, m.geom_friction)
+    close(sys.actuator_gear, m.actuator_gear[:, 0])
+    assert sys.jnt_limited == tuple(bool(x) for x in m.jnt_limited)
+    assert sys.geom_type == tuple(int(x) for x in m.geom_type)
+    assert sys.geom_contype == tuple(int(x) for x in m.geom_contype)
+    assert sys.geom_conaffinity == tuple(int(x) for x in m.geom_conaffinity)
+    assert sys.actuator_trnid == tuple(int(x) for x in m.actuator_trnid[:, 0])
+    assert float(sys.timestep) == pytest.approx(m.opt.timestep)
+    close(sys.gravity, m.opt.gravity)
+
+
+@pytest.mark.parametrize("name", GYM_MODELS)
+def test_gymnasium_models_match_mujoco(name):
+    path = gym_asset(name)
+    _check_against_mujoco(physics.load_mjcf(path), mujoco.MjModel.from_xml_path(path))
+
+
+DEFAULTS_XML = """
+<mujoco>
+  <compiler angle="radian" eulerseq="ZYX"/>
+  <option timestep="0.005" gravity="0 0 -5"/>
+  <default>
+    <joint damping="0.5" armature="0.1"/>
+    <geom density="300"/>
+    <default class="heavy">
+      <geom density="3000" friction="0.5 0.01 0.001"/>
+      <joint stiffness="4" springref="0.2"/>
+    </default>
+  </default>
+  <worldbody>
+    <geom type="plane" size="1 1 1"/>
+    <body name="a" pos="0 0 1" euler="0.3 0.2 0.1" childclass="heavy">
+      <joint name="j0" type="hinge" axis="1 1 0" pos="0 0 0.1" range="-1 1"/>
+      <geom type="box" size="0.1 0.2 0.3" euler="0.1 0 0.4"/>
+      <body name="b" pos="0.3 0 0" axisangle="0 1 0 0.7">
+        <joint name="j1" type="slide" axis="0 0 1" class="main" ref="0.1"/>
+        <geom type="cylinder" fromto="0 0 0 0.2 0.1 0.3" size="0.05"/>
+        <body name="c" pos="0 0.2 0" xyaxes="0 1 0 -1 0 0">
+          <joint type="ball" damping="2" class="main"/>
+          <inertial pos="0.1 0 0" mass="2" diaginertia="0.1 0.2 0.3" quat="0.9 0.1 0.2 0.3"/>
+        </body>
+      </body>
+    </body>
+    <body name="free" pos="1 2 3" zaxis="1 0 1">
+      <freejoint/>
+      <geom type="capsule" size="0.1 0.2" mass="3"/>
+    </body>
+  </worldbody>
+  <contact><exclude body1="a" body2="b"/></contact>
+  <actuator>
+    <motor joint="j0" gear="7" ctrlrange="-2 2"/>
+    <motor joint="j1" forcerange="-1 1"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def test_defaults_childclass_orientations_match_mujoco():
+    sys = physics.load_mjcf(DEFAULTS_XML)
+    m = mujoco.MjModel.from_xml_string(DEFAULTS_XML)
+    _check_against_mujoco(sys, m)
+    np.testing.assert_allclose(np.asarray(sys.qpos_spring), m.qpos_spring, atol=1e-6)
+    quat = np.asarray(sys.body_quat) * np.sign(np.asarray(sys.body_quat)[:, :1] + 1e-9)
+    np.testing.assert_allclose(quat, m.body_quat * np.sign(m.body_quat[:, :1] + 1e-9), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(sys.actuator_ctrlrange)[0], [-2, 2])
+    assert np.isinf(np.asarray(sys.actuator_ctrlrange)[1]).all()
+    assert sys.exclude_pairs == ((1, 2),)
+
+
+@pytest.mark.parametrize(
+    "xml, needle",
+    [
+        ('<body><joint type="spiral"/><geom size="1"/></body>', "unknown joint type 'spiral'"),
+        ('<body><joint/><geom type="box" size="1 1"/></body>', "box geom needs size"),
+        ('<body><joint/></body>', "zero mass"),
+        ('<body><joint/><geom size="1"/><composite/></body>', "unsupported element <composite>"),
+        ('<body><joint/><geom size="1" fluidshape="ellipsoid"/></body>', "fluidshape"),
+        ('<body><joint/><geom type="mesh" size="1"/></body>', "unsupported geom type 'mesh'"),
+        ('<body><joint frictionloss="1"/><geom size="1"/></body>', "frictionloss"),
+        ('<body><joint limited="true"/><geom size="1"/></body>', "range"),
+        ('<body childclass="nope"><joint/><geom size="1"/></body>', "unknown"),
+    ],
+)
+def test_model_errors_name_the_element(xml, needle):
+    with pytest.raises(physics.MJCFError, match="<xml string>") as err:
+        physics.load_mjcf(f"<mujoco><worldbody>{xml}</worldbody></mujoco>")
+    assert needle in str(err.value)
+
+
+def test_unsupported_sections_raise_with_file_name(tmp_path):
+    path = tmp_path / "m.xml"
+    path.write_text('<mujoco><worldbody/><equality><weld body1="a"/></equality></mujoco>')
+    with pytest.raises(physics.MJCFError, match=r"m\.xml.*<equality>"):
+        physics.load_mjcf(path)
+    stiff_tendon = ('<mujoco><worldbody><body><joint name="a"/><geom size="1"/></body>'
+                    '</worldbody><tendon><fixed stiffness="1"><joint joint="a" coef="1"/>'
+                    '</fixed></tendon></mujoco>')
+    with pytest.raises(physics.MJCFError, match="fixed tendons"):
+        physics.load_mjcf(stiff_tendon)
