@@ -261,7 +261,7 @@ class FusedTrainer:
         return jax.lax.scan(step, state, act_keys)
 
 
-def _env_batch_axes(config: TrainConfig) -> Any:
+def env_batch_axes(config: TrainConfig) -> Any:
     """Per env-state leaf: True where the leading axis is the env axis.
 
     Found by comparing the state's shapes at two batch sizes, so wrappers that keep shared
@@ -269,14 +269,15 @@ def _env_batch_axes(config: TrainConfig) -> Any:
     """
 
     def shapes(num_envs: int) -> Any:
-        env = _make_env(config, num_envs)
+        env = make_env(config, num_envs)
         return jax.eval_shape(env.reset, jax.random.PRNGKey(0))
 
     one, two = shapes(config.env.num_envs), shapes(2 * config.env.num_envs)
     return jax.tree.map(lambda a, b: a.shape[:1] != b.shape[:1], one, two)
 
 
-def _make_env(config: TrainConfig, num_envs: int) -> Environment:
+def make_env(config: TrainConfig, num_envs: int) -> Environment:
+    """The training env stack of `config` with `num_envs` envs."""
     e = config.env
     return make_training_env(
         e.name,
@@ -313,7 +314,7 @@ def make_fused_trainer(
             f"envs per device ({per_device}) must divide by agent.num_minibatches "
             f"({a.num_minibatches})"
         )
-    env = _make_env(config, config.env.num_envs)
+    env = make_env(config, config.env.num_envs)
     agent = make_agent(config, env)
     total_iterations = num_chunks(config) * config.iterations_per_chunk
     optimizer, schedule = make_optimizer(
@@ -328,7 +329,7 @@ def make_fused_trainer(
 
     sharded = NamedSharding(mesh, PartitionSpec("envs"))
     replicated = NamedSharding(mesh, PartitionSpec())
-    batch_axes = _env_batch_axes(config)
+    batch_axes = env_batch_axes(config)
     pick = lambda is_batched: sharded if is_batched else replicated
     abstract = jax.eval_shape(lambda k: init_state(env, agent, learner, k), jax.random.PRNGKey(0))
     env_part = jax.tree.map(pick, batch_axes)

@@ -37,9 +37,9 @@ from accelrl.envs import (
 )
 from accelrl.fused import (
     ChunkMetrics,
-    _env_batch_axes,
-    _make_env,
     compile_chunk,
+    env_batch_axes,
+    make_env,
     make_mesh,
     num_chunks,
 )
@@ -400,7 +400,7 @@ def make_r2d2_trainer(
     ]:
         if value % shards:
             raise ConfigError(f"{name}={value} must divide by the number of devices ({shards})")
-    env = _make_env(config, config.env.num_envs)
+    env = make_env(config, config.env.num_envs)
     agent = make_r2d2_agent(config, env)
     total_updates = num_chunks(config) * config.iterations_per_chunk
     total_updates *= updates_per_iteration(config)
@@ -419,7 +419,7 @@ def make_r2d2_trainer(
     sharded = NamedSharding(mesh, PartitionSpec("envs"))
     replicated = NamedSharding(mesh, PartitionSpec())
     pick = lambda is_batched: sharded if is_batched else replicated
-    env_part = jax.tree.map(pick, _env_batch_axes(config))
+    env_part = jax.tree.map(pick, env_batch_axes(config))
     all_ = lambda tree, s: jax.tree.map(lambda _: s, tree)
     state_sharding = R2D2TrainState(
         params=all_(abstract.params, replicated),
