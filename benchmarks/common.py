@@ -146,10 +146,17 @@ def render_markdown(name: str, payload: dict[str, Any]) -> str:
 
 
 def write_result(name: str, payload: dict[str, Any]) -> tuple[Path, Path]:
-    """Write `results/<name>.json` and `results/<name>.md`; adds `meta` if missing."""
+    """Write `results/<name>.json` and `results/<name>.md`; adds `meta` if missing.
+
+    Results measured on an accelerator get the platform as a suffix (`physics_gpu.json`), so
+    a GPU run (benchmarks/gpu.sh) never overwrites the CPU figures of the same benchmark.
+    """
     payload = dict(payload)
     payload.setdefault("meta", machine_info())
     payload.setdefault("load_average_end", load_average())
+    platform_name = payload["meta"].get("device_platform", "cpu")
+    if platform_name != "cpu" and not name.endswith(f"_{platform_name}"):
+        name = f"{name}_{platform_name}"
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     json_path, md_path = RESULTS_DIR / f"{name}.json", RESULTS_DIR / f"{name}.md"
     json_path.write_text(json.dumps(payload, indent=2, default=_json_default) + "\n")
