@@ -33,6 +33,8 @@ class EnvConfig:
 class AgentConfig:
     """V-trace actor-critic: network, loss and optimiser."""
 
+    torso: str = "mlp"
+    """Observation torso: mlp, nature_cnn or impala_cnn (pixels; uint8 scaled inside)."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Widths of the MLP torso."""
     activation: str = "tanh"
@@ -111,6 +113,8 @@ class BridgeConfig:
     """PEM certificate chain: serve with TLS (with tls_key)."""
     tls_key: str = ""
     """PEM private key for tls_cert."""
+    handshake_timeout_s: float = 10.0
+    """A stream that has not completed its handshake this long after opening is dropped."""
     checkpoint_every_updates: int = 200
     """Save the train state every this many learner updates (and at the end)."""
 
@@ -126,8 +130,11 @@ class R2D2Config:
     `burn_in + trace_length - period` steps).
     """
 
+    torso: str = "mlp"
+    """Observation torso: mlp (vector observations), nature_cnn (the paper's, for pixels) or
+    impala_cnn."""
     torso_sizes: tuple[int, ...] = (512,)
-    """MLP torso widths (vector observations; the paper's conv torso for pixels is not built)."""
+    """MLP torso widths (torso=mlp only)."""
     lstm_size: int = 512
     """LSTM width (paper: 512)."""
     head_size: int = 512

@@ -43,15 +43,16 @@ from accelrl.fused import (
     make_mesh,
     num_chunks,
 )
-from agents import make_optimizer
-from agents.r2d2 import (
-    R2D2Agent,
-    R2D2Learner,
-    R2D2LossConfig,
-    Sequences,
-    epsilons,
-    keep_if,
+from accelrl.r2d2_learning import (
+    LearnState,
+    init_replay,
+    insert,
+    learner_update,
+    make_r2d2_learner,
+    zero_sequences,
 )
+from accelrl.r2d2_learning import make_r2d2_agent as r2d2_agent
+from agents.r2d2 import R2D2Agent, R2D2Learner, Sequences, epsilons
 
 
 class R2D2TrainState(struct.PyTreeNode):
@@ -78,26 +79,7 @@ def make_r2d2_agent(config: TrainConfig, env: Environment) -> R2D2Agent:
     space = env.action_space
     if not isinstance(space, Discrete):
         raise ConfigError(f"r2d2 needs discrete actions; env {config.env.name!r} has {space}")
-    r = config.r2d2
-    return R2D2Agent(
-        obs_shape=tuple(env.observation_space.shape),
-        num_actions=space.num_values,
-        torso_sizes=tuple(r.torso_sizes),
-        lstm_size=r.lstm_size,
-        head_size=r.head_size,
-        recurrent=r.recurrent,
-    )
-
-
-def loss_config(config: TrainConfig) -> R2D2LossConfig:
-    r = config.r2d2
-    return R2D2LossConfig(
-        discount=r.discount,
-        n_step=r.n_step,
-        burn_in=r.burn_in,
-        priority_eta=r.priority_eta,
-        value_rescaling_eps=r.value_rescaling_eps,
-    )
+    return r2d2_agent(config, tuple(env.observation_space.shape), space.num_values)
 
 
 def updates_per_iteration(config: TrainConfig) -> int:
@@ -107,22 +89,7 @@ def updates_per_iteration(config: TrainConfig) -> int:
 
 def _empty_window(agent: R2D2Agent, timestep: TimeStep, num_envs: int, length: int) -> Sequences:
     obs = timestep.observation  # [B, ...]
-    zeros = lambda dtype, *shape: jnp.zeros((num_envs, length, *shape), dtype)
-    carry = jax.tree.map(
-        lambda c: jnp.zeros((num_envs, length, *c.shape[1:]), c.dtype), agent.initial_carry(1)
-    )
-    return Sequences(
-        observation=zeros(obs.dtype, *obs.shape[1:]),
-        next_observation=zeros(obs.dtype, *obs.shape[1:]),
-        is_first=zeros(bool),
-        prev_action=zeros(jnp.int32),
-        prev_reward=zeros(jnp.float32),
-        action=zeros(jnp.int32),
-        reward=zeros(jnp.float32),
-        terminated=zeros(bool),
-        truncated=zeros(bool),
-        start_carry=carry,
-    )
+    return zero_sequences(agent, obs.dtype, (num_envs, length), (num_envs, length))
 
 
 def _sequence_item(window: Sequences) -> Sequences:
@@ -166,9 +133,7 @@ class R2D2FusedTrainer:
         num_envs = self.config.env.num_envs
         window = _empty_window(self.agent, timestep, num_envs, self.sequence_length)
         example = jax.tree.map(lambda x: x[0], _sequence_item(window))
-        capacity = self.config.r2d2.replay_capacity // self.num_shards
-        shard = replay.init(example, capacity)
-        shards = jax.tree.map(lambda x: jnp.broadcast_to(x, (self.num_shards, *x.shape)), shard)
+        shards = init_replay(example, self.config.r2d2.replay_capacity, self.num_shards)
         return R2D2TrainState(
             params=params,
             target_params=params,
@@ -224,21 +189,18 @@ class R2D2FusedTrainer:
         window = jax.tree.map(
             lambda w, n: jnp.concatenate([w[:, r.period :], n], axis=1), state.window, new
         )
-        num_envs = self.config.env.num_envs
         full = (state.iteration + 1) * r.period >= self.sequence_length
-        shards = self.num_shards
-        by_shard = lambda x: x.reshape(shards, x.shape[0] // shards, *x.shape[1:])
-        items = jax.tree.map(by_shard, _sequence_item(window))
-        valid = jnp.broadcast_to(full, (shards, num_envs // shards))
-        insert = jax.vmap(replay.insert, in_axes=(0, 0, 0, None))
-        buffer = insert(state.replay, items, valid, r.priority_exponent)
+        valid = jnp.broadcast_to(full, (self.config.env.num_envs,))
+        buffer = insert(state.replay, _sequence_item(window), valid, r.priority_exponent)
         state = state.replace(window=window, replay=buffer)
 
         ready = jnp.sum(buffer.size) >= r.min_replay_size
         key, update_key = jax.random.split(state.key)
-        learn = (state.params, state.target_params, state.opt_state, state.replay, state.updates)
+        learn = LearnState(
+            state.params, state.target_params, state.opt_state, state.replay, state.updates
+        )
         learn, metrics = jax.lax.scan(
-            lambda carry, k: self._update(carry, k, ready),
+            lambda carry, k: learner_update(self.learner, self.config, carry, k, ready),
             learn,
             jax.random.split(update_key, updates_per_iteration(self.config)),
         )
@@ -262,44 +224,6 @@ class R2D2FusedTrainer:
             iteration=state.iteration + 1,
         )
         return state, (*episode_stats, losses, finite)
-
-    def _update(self, carry: tuple, key: jax.Array, ready: jax.Array) -> tuple[tuple, Any]:
-        r = self.config.r2d2
-        params, target_params, opt_state, buffer, updates = carry
-        shards = self.num_shards
-        per_shard = r.batch_size // shards
-        sample = jax.vmap(replay.sample, in_axes=(0, 0, None))
-        index, probability, items = sample(buffer, jax.random.split(key, shards), per_shard)
-        batch = jax.tree.map(lambda x: x.reshape(r.batch_size, *x.shape[2:]), items)
-        probability = probability.reshape(r.batch_size) / shards
-        stored = jnp.maximum(jnp.sum(buffer.size), 1).astype(jnp.float32)
-        weights = jnp.where(
-            probability > 0,
-            (stored * jnp.maximum(probability, 1e-30)) ** -r.importance_exponent,
-            0.0,
-        )
-        weights = weights / jnp.maximum(jnp.max(weights), 1e-30)
-        new_params, new_target, new_opt, priorities, metrics = self.learner.update(
-            params, target_params, opt_state, updates, batch, weights
-        )
-        apply = jnp.logical_and(ready, metrics.finite)
-        set_priorities = jax.vmap(replay.update_priorities, in_axes=(0, 0, 0, None))
-        new_buffer = set_priorities(
-            buffer, index, priorities.reshape(shards, per_shard), r.priority_exponent
-        )
-        # Only the priorities changed in the replay: select those, never the stored items.
-        tree, max_priority = keep_if(
-            apply,
-            (new_buffer.tree, new_buffer.max_priority),
-            (buffer.tree, buffer.max_priority),
-        )
-        buffer = buffer._replace(tree=tree, max_priority=max_priority)
-        carry = keep_if(
-            apply,
-            (new_params, new_target, new_opt, updates + 1),
-            (params, target_params, opt_state, updates),
-        )
-        return (*carry[:3], buffer, carry[3]), metrics
 
     def _rollout(self, state: R2D2TrainState) -> tuple[R2D2TrainState, tuple]:
         params = state.params
@@ -404,14 +328,7 @@ def make_r2d2_trainer(
     agent = make_r2d2_agent(config, env)
     total_updates = num_chunks(config) * config.iterations_per_chunk
     total_updates *= updates_per_iteration(config)
-    optimizer, schedule = make_optimizer(
-        learning_rate=r.learning_rate,
-        max_grad_norm=r.max_grad_norm,
-        schedule=r.lr_schedule,
-        total_updates=max(total_updates, 1),
-        adam_eps=r.adam_eps,
-    )
-    learner = R2D2Learner(agent, optimizer, loss_config(config), r.target_update_period)
+    learner, schedule = make_r2d2_learner(config, agent, total_updates)
     trainer = R2D2FusedTrainer(config, env, agent, learner, schedule, mesh, None)
     abstract = jax.eval_shape(trainer._init, jax.random.PRNGKey(0))
     check_replay_memory(replay.nbytes(abstract.replay), mesh)

@@ -17,6 +17,7 @@ from agents.vtrace import (
     VTraceReturns,
     vtrace_loss,
     vtrace_returns,
+    vtrace_targets,
 )
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "make_optimizer",
     "vtrace_loss",
     "vtrace_returns",
+    "vtrace_targets",
 ]

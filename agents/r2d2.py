@@ -2,10 +2,11 @@
 
 Pure functions of flax params on plain arrays, shared by the fused loop and the actor bridge:
 
-- `R2D2Network`: MLP torso -> [torso, one-hot previous action, previous reward] -> LSTM ->
-  dueling heads. `recurrent=False` is the ablation with every path for memory removed: the LSTM
-  becomes a dense layer of the same width, and the previous action/reward inputs are dropped
-  (a feed-forward agent could otherwise carry information in its own actions).
+- `R2D2Network`: MLP or convolutional torso (agents/torsos.py) -> [torso, one-hot previous
+  action, previous reward] -> LSTM -> dueling heads. `recurrent=False` is the ablation with
+  every path for memory removed: the LSTM becomes a dense layer of the same width, and the
+  previous action/reward inputs are dropped (a feed-forward agent could otherwise carry
+  information in its own actions).
 - `R2D2Agent`: `init`, `initial_carry`, `step`, epsilon-greedy `act`, `unroll` over `[T, B]`.
 - `r2d2_loss`: burn-in from the stored recurrent state with no gradient through it, n-step
   double-Q targets with value rescaling (rlax's transformed n-step Q-learning with the signed
@@ -32,6 +33,7 @@ import rlax
 from jax.flatten_util import ravel_pytree
 
 from agents.networks import MLP, _dense
+from agents.torsos import TORSOS, conv_torso
 
 Carry = Any  # the flax LSTM (c, h) tuple of [B, lstm_size]
 
@@ -44,6 +46,7 @@ class R2D2Network(nn.Module):
     lstm_size: int = 512
     head_size: int = 512
     recurrent: bool = True
+    torso: str = "mlp"  # or a convolutional torso (uint8 pixels scaled inside)
 
     def initial_carry(self, batch_size: int) -> Carry:
         zeros = jnp.zeros((batch_size, self.lstm_size), jnp.float32)
@@ -60,7 +63,13 @@ class R2D2Network(nn.Module):
     ) -> tuple[Carry, chex.Array]:
         batch = obs.shape[0]
         chex.assert_shape([is_first, prev_action, prev_reward], (batch,))
-        x = MLP(self.torso_sizes, "relu", name="torso")(obs.reshape(batch, -1).astype(jnp.float32))
+        if self.torso == "mlp":
+            flat = obs.reshape(batch, -1).astype(jnp.float32)
+            x = MLP(self.torso_sizes, "relu", name="torso")(flat)
+        elif self.torso in TORSOS:
+            x = conv_torso(self.torso, name="torso")(obs)
+        else:
+            raise ValueError(f"unknown torso {self.torso!r}; one of {TORSOS}")
         carry = jax.tree.map(lambda c: jnp.where(is_first[:, None], jnp.zeros_like(c), c), carry)
         if self.recurrent:
             keep = jnp.logical_not(is_first).astype(jnp.float32)[:, None]
@@ -88,13 +97,19 @@ class R2D2Agent:
     lstm_size: int = 512
     head_size: int = 512
     recurrent: bool = True
+    torso: str = "mlp"
     network: R2D2Network = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "obs_shape", tuple(int(d) for d in self.obs_shape))
         object.__setattr__(self, "torso_sizes", tuple(int(h) for h in self.torso_sizes))
         network = R2D2Network(
-            self.num_actions, self.torso_sizes, self.lstm_size, self.head_size, self.recurrent
+            self.num_actions,
+            self.torso_sizes,
+            self.lstm_size,
+            self.head_size,
+            self.recurrent,
+            self.torso,
         )
         object.__setattr__(self, "network", network)
 

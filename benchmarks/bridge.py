@@ -184,7 +184,7 @@ class BridgeUnderTest:
                 time.sleep(0.1)
             connected = self.server.actors
             time.sleep(2.0)  # warm up
-            batcher = self.server.core_batcher
+            batcher = self.server.batcher
             batcher.latencies.clear()
             batcher.batch_sizes.clear()
             start_steps, start = self.server.env_steps_received, time.perf_counter()

@@ -1,7 +1,8 @@
 """Google Research Football (academy_empty_goal_close) through the bridge; needs `make grf`.
 
 Actors send one SMM frame (72x96x4 uint8) per step; the server stacks 4 into 72x96x16. 19
-actions; rewards `scoring,checkpoints`. Like the Pong preset, the agent is an MLP.
+actions; rewards `scoring,checkpoints`. The actor-critic has the Nature-DQN convolutional torso
+(on 72x96x16: 5x8x64 before its dense layer).
 """
 
 from accelrl.config import AgentConfig, BridgeConfig, EnvConfig, TrainConfig
@@ -11,6 +12,7 @@ def config() -> TrainConfig:
     return TrainConfig(
         env=EnvConfig(name="cartpole", num_envs=16),
         agent=AgentConfig(
+            torso="nature_cnn",
             hidden_sizes=(256, 256),
             activation="relu",
             unroll_length=32,

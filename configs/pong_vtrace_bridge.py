@@ -2,9 +2,9 @@
 
 Actors run ALE with frame skip 4, grayscale 84x84 and sticky actions 0.25 (gymnasium's
 AtariPreprocessing, see accelrl/bridge/envs.py) and send one uint8 frame per step; the server
-stacks 4 frames. The agent is the MLP actor-critic of `agents/` (there is no convolutional torso
-yet), so this preset exercises the pipeline at Atari sizes rather than reproducing IMPALA's
-Pong scores.
+stacks 4 frames. The actor-critic has the Nature-DQN convolutional torso (uint8 frames scaled
+inside the network) with shared policy and value heads; the other settings (unroll 20, Adam)
+are not tuned for Pong.
 """
 
 from accelrl.config import AgentConfig, BridgeConfig, EnvConfig, TrainConfig
@@ -14,6 +14,7 @@ def config() -> TrainConfig:
     return TrainConfig(
         env=EnvConfig(name="cartpole", num_envs=32),
         agent=AgentConfig(
+            torso="nature_cnn",
             hidden_sizes=(256, 256),
             activation="relu",
             unroll_length=20,

@@ -1,6 +1,7 @@
 """Malformed traffic is refused with INVALID_ARGUMENT; the server keeps serving a good actor."""
 
 import queue
+import time
 
 import grpc
 import numpy as np
@@ -73,7 +74,7 @@ def garbage_cases(own_ids, foreign_ids):
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     proc, port = serve(tmp_path_factory.mktemp("fuzz"), "total_env_steps=100000000",
-                       "bridge.max_envs_per_actor=16")
+                       "bridge.max_envs_per_actor=16", "bridge.handshake_timeout_s=1.5")
     yield proc, port
     proc.kill()
 
@@ -128,4 +129,25 @@ def test_fuzz_refused_while_good_actor_served(server):
         assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         good_round_trip()
         good.close()
+    assert proc.alive()
+
+
+def test_silent_stream_dropped_after_handshake_timeout(server):
+    """A stream that opens and sends nothing is dropped after bridge.handshake_timeout_s."""
+    proc, port = server
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        silent = Stream(channel)
+        started = time.monotonic()
+        with pytest.raises(grpc.RpcError) as info:
+            silent.read()
+        waited = time.monotonic() - started
+        assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED, info.value.details()
+        assert "no handshake within 1.5 s" in info.value.details()
+        assert 1.0 < waited < 20.0, waited
+        good = Stream(channel)  # the server still serves others
+        ids = handshake(good)
+        good.send(steps(ids))
+        assert good.read().actions.action.shape == [2]
+        good.close()
+        silent.close()
     assert proc.alive()

@@ -1,5 +1,7 @@
-"""gymnasium's CartPole-v1 in actor processes learns through the bridge (`accelrl train`)."""
+"""gymnasium's CartPole-v1 in actor processes learns through the bridge (`accelrl train`), and
+`accelrl eval` evaluates the run."""
 
+import json
 import subprocess
 import sys
 
@@ -23,3 +25,11 @@ def test_cartpole_through_bridge_reaches_475(tmp_path):
     assert windows.max() >= 475, (returns, out.stdout[-2000:])
     assert "listening on 127.0.0.1:" in out.stdout
     assert (run / "checkpoints").exists()
+    # `accelrl eval` on the bridge run: the saved policy's mode on CartPole-v1, in-process
+    evaluated = subprocess.run(
+        [sys.executable, "-m", "accelrl.cli", "eval", str(run), "--episodes", "4"],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300,
+    )
+    assert evaluated.returncode == 0, evaluated.stdout[-2000:] + evaluated.stderr[-2000:]
+    report = json.loads((run / "eval.json").read_text())
+    assert report["episodes"] == 4 and report["mean_return"] >= 400, report

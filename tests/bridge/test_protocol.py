@@ -112,9 +112,9 @@ def test_handshake_spec_roundtrip():
 
 def test_server_frame_stack():
     """Frames stack on the server along a new last axis; an episode start repeats the frame."""
-    from accelrl.bridge.server import SlotTable
+    from accelrl.bridge.slots import SlotTable
 
-    table = SlotTable(4, 3, (2, 2, 4), "uint8", 4, (), "int32", ())
+    table = SlotTable(4, (2, 2, 4), "uint8", 4, (), "int32", ())
     slots = np.array([1, 2])
     frames = np.stack([np.full((2, 2), 1, np.uint8), np.full((2, 2), 2, np.uint8)])
     first = table.stack(slots, frames, np.array([True, True]))

@@ -1,0 +1,55 @@
+"""What a bridge run is built from: config checks, the env spec actors must match, the learner."""
+
+from __future__ import annotations
+
+from accelrl.bridge.codec import EnvSpec
+from accelrl.bridge.r2d2_learner import R2D2BridgeLearner
+from accelrl.bridge.vtrace_learner import VTraceBridgeLearner
+from accelrl.config import ConfigError, TrainConfig
+
+
+def server_spec(config: TrainConfig) -> EnvSpec:
+    """The env spec actors must declare: from the config, or from a local copy of the env."""
+    b = config.bridge
+    if b.observation_shape:
+        return EnvSpec(tuple(b.observation_shape), b.observation_dtype or "float32", b.num_actions)
+    from accelrl.bridge.envs import env_spec, make_env
+
+    env = make_env(b.env, b.sticky_actions)
+    try:
+        return env_spec(env)
+    finally:
+        env.close()
+
+
+def check_config(config: TrainConfig) -> None:
+    b, a = config.bridge, config.agent
+    vtrace = config.algorithm == "vtrace"
+    checks = [
+        (bool(b.env), "bridge.env must name the actors' env (e.g. gymnasium:CartPole-v1)"),
+        (b.max_batch > 0 and b.deadline_ms > 0, "bridge.max_batch and deadline_ms must be > 0"),
+        (
+            not vtrace or b.batch_unrolls % a.num_minibatches == 0,
+            f"bridge.batch_unrolls={b.batch_unrolls} must divide by "
+            f"agent.num_minibatches={a.num_minibatches}",
+        ),
+        (b.queue_size > 0 and b.max_envs > 0, "bridge.queue_size and max_envs must be > 0"),
+        (1 <= b.envs_per_actor <= b.max_envs_per_actor, "bridge.envs_per_actor out of range"),
+        (b.frame_stack >= 1, "bridge.frame_stack must be >= 1"),
+        (b.handshake_timeout_s > 0, "bridge.handshake_timeout_s must be > 0"),
+        (
+            vtrace or b.batch_unrolls <= config.r2d2.replay_capacity,
+            "bridge.batch_unrolls (sequences per replay insertion) must not exceed "
+            "r2d2.replay_capacity",
+        ),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+
+
+def make_learner(config: TrainConfig, spec: EnvSpec) -> VTraceBridgeLearner | R2D2BridgeLearner:
+    """The bridge learner for `config.algorithm`."""
+    if config.algorithm == "r2d2":
+        return R2D2BridgeLearner(config, spec)
+    return VTraceBridgeLearner(config, spec)

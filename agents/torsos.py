@@ -1,0 +1,107 @@
+"""Observation torsos shared by the actor-critic and the R2D2 Q-network.
+
+- `mlp`: flatten, then dense layers (vector observations).
+- `nature_cnn`: the DQN torso (Mnih et al. 2015): conv 32x8x8/4, 64x4x4/2, 64x3x3/1 (VALID,
+  relu), dense 512. For Atari 84x84x4 frames it yields 7x7x64 before the dense layer.
+- `impala_cnn`: IMPALA's residual torso (Espeholt et al. 2018): three stacks of
+  [conv 3x3, max-pool 3x3/2, two residual blocks] with 16, 32, 32 channels, relu, dense 256.
+
+Pixel observations arrive as uint8 (they travel and are stored that way: 4x less memory in
+replay and on the wire); the convolutional torsos scale uint8 inputs to [0, 1] themselves, so
+callers never convert. Other dtypes are used as given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import chex
+import flax.linen as nn
+import jax.numpy as jnp
+import numpy as np
+
+TORSOS = ("mlp", "nature_cnn", "impala_cnn")
+
+
+def _pixels(obs: chex.Array) -> chex.Array:
+    """float32 image batch [B, H, W, C]: uint8 scaled to [0, 1]; [B, H, W] gets a channel axis."""
+    x = obs.astype(jnp.float32)
+    if obs.dtype == jnp.uint8:
+        x = x / 255.0
+    if x.ndim == 3:
+        x = x[..., None]
+    if x.ndim != 4:
+        raise ValueError(f"a convolutional torso needs [B, H, W(, C)] images, got {obs.shape}")
+    return x
+
+
+def _conv(features: int, kernel: int, stride: int = 1, padding: str = "VALID") -> nn.Conv:
+    return nn.Conv(
+        features,
+        (kernel, kernel),
+        (stride, stride),
+        padding=padding,
+        kernel_init=nn.initializers.orthogonal(np.sqrt(2.0)),
+        bias_init=nn.initializers.zeros,
+    )
+
+
+def _dense_relu(features: int, x: chex.Array) -> chex.Array:
+    dense = nn.Dense(
+        features,
+        kernel_init=nn.initializers.orthogonal(np.sqrt(2.0)),
+        bias_init=nn.initializers.zeros,
+        name="dense",
+    )
+    return nn.relu(dense(x))
+
+
+class NatureCNN(nn.Module):
+    """DQN's torso: three VALID convolutions and a dense layer, relu throughout."""
+
+    dense_size: int = 512
+
+    @nn.compact
+    def __call__(self, obs: chex.Array) -> chex.Array:
+        x = _pixels(obs)
+        x = nn.relu(_conv(32, 8, 4)(x))
+        x = nn.relu(_conv(64, 4, 2)(x))
+        x = nn.relu(_conv(64, 3, 1)(x))
+        return _dense_relu(self.dense_size, x.reshape(x.shape[0], -1))
+
+
+class ResidualBlock(nn.Module):
+    """x + conv(relu(conv(relu(x)))), channels unchanged."""
+
+    @nn.compact
+    def __call__(self, x: chex.Array) -> chex.Array:
+        channels = x.shape[-1]
+        y = _conv(channels, 3, padding="SAME")(nn.relu(x))
+        y = _conv(channels, 3, padding="SAME")(nn.relu(y))
+        return x + y
+
+
+class ImpalaCNN(nn.Module):
+    """IMPALA's deep residual torso."""
+
+    channels: Sequence[int] = (16, 32, 32)
+    dense_size: int = 256
+
+    @nn.compact
+    def __call__(self, obs: chex.Array) -> chex.Array:
+        x = _pixels(obs)
+        for features in self.channels:
+            x = _conv(features, 3, padding="SAME")(x)
+            x = nn.max_pool(x, (3, 3), (2, 2), padding="SAME")
+            x = ResidualBlock()(x)
+            x = ResidualBlock()(x)
+        return _dense_relu(self.dense_size, nn.relu(x).reshape(x.shape[0], -1))
+
+
+def conv_torso(kind: str, name: str | None = None) -> nn.Module:
+    """The convolutional torso called `kind` ("nature_cnn" or "impala_cnn")."""
+    if kind == "nature_cnn":
+        return NatureCNN(name=name)
+    if kind == "impala_cnn":
+        return ImpalaCNN(name=name)
+    raise ValueError(f"unknown torso {kind!r}; one of {TORSOS}")
