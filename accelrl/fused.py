@@ -30,7 +30,7 @@ from agents import (
     VTraceConfig,
     make_optimizer,
 )
-from agents.learner import VTraceLearner
+from agents.learner import UpdateMetrics, VTraceLearner
 
 
 class TrainState(struct.PyTreeNode):
@@ -82,13 +82,21 @@ def make_agent(config: TrainConfig, env: Environment) -> ActorCriticAgent:
         actions = BoundedActions(tuple(space.low.tolist()), tuple(space.high.tolist()))
     else:
         raise ConfigError(f"env {config.env.name!r}: unsupported action space {space}")
-    agent_cfg = config.agent
+    return actor_critic(config, tuple(env.observation_space.shape), actions)
+
+
+def actor_critic(
+    config: TrainConfig, obs_shape: tuple[int, ...], actions: DiscreteActions | BoundedActions
+) -> ActorCriticAgent:
+    """The actor-critic `config.agent` describes, for these observations and actions."""
+    a = config.agent
     return ActorCriticAgent(
-        obs_shape=tuple(env.observation_space.shape),
+        obs_shape=obs_shape,
         actions=actions,
-        hidden_sizes=tuple(agent_cfg.hidden_sizes),
-        activation=agent_cfg.activation,
-        lstm_size=agent_cfg.lstm_size,
+        hidden_sizes=tuple(a.hidden_sizes),
+        activation=a.activation,
+        lstm_size=a.lstm_size,
+        torso=a.torso,
     )
 
 
@@ -105,11 +113,29 @@ def vtrace_config(config: TrainConfig) -> VTraceConfig:
     )
 
 
+def training_key(key: jax.Array) -> jax.Array:
+    """The seed `key`'s 64 bits as a Philox-4x32 key on a single-device jax (else `key`).
+
+    Every random draw of the trainer (params, env resets, actions, minibatch order) derives
+    from it. On XLA:CPU each threefry call site compiles to a rolled loop; Philox is
+    straight-line code that compiles several times faster (the step has about ten sites).
+    With several devices the sharded programs keep threefry: jax 0.10's partitioner cannot
+    lower Philox's `mulhi`. Choosing by the process's device count (not the mesh) keeps one
+    stream for every mesh of a process, so 4 devices still reproduce 1.
+    """
+    if jax.device_count() > 1:
+        return key
+    try:
+        return jax.random.wrap_key_data(jax.random.key_data(key), impl="philox4x32")
+    except ValueError:  # a jax without Philox keys
+        return key
+
+
 def init_state(
     env: Environment, agent: ActorCriticAgent, learner: VTraceLearner, key: jax.Array
 ) -> TrainState:
-    """A fresh train state: new parameters, envs just reset."""
-    param_key, env_key, key = jax.random.split(key, 3)
+    """A fresh train state from a seed key: new parameters, envs just reset."""
+    param_key, env_key, key = jax.random.split(training_key(key), 3)
     params = agent.init(param_key)
     env_state, timestep = env.reset(env_key)
     num_envs = timestep.reward.shape[0]
@@ -135,6 +161,11 @@ def num_chunks(config: TrainConfig) -> int:
     """Chunks that cover total_env_steps (rounded up to whole chunks)."""
     per_chunk = steps_per_iteration(config) * config.iterations_per_chunk
     return math.ceil(config.total_env_steps / per_chunk)
+
+
+# XLA options for programs that run once (the initial state): on XLA:CPU they halve its
+# compile time (no LLVM optimisation; the older fusion emitters, cheaper per fusion).
+RUN_ONCE_OPTIONS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 
 
 def compile_chunk(run_chunk: Any, mesh: Mesh, state_sharding: Any, state: Any) -> Any:
@@ -166,9 +197,20 @@ class FusedTrainer:
         return steps_per_iteration(self.config) * self.config.iterations_per_chunk
 
     def init(self, key: jax.Array) -> TrainState:
-        """A fresh train state, placed on the mesh."""
+        """A fresh train state, placed on the mesh.
+
+        The init program runs once, so it is compiled for compile speed, not run speed.
+        """
         init = lambda k: init_state(self.env, self.agent, self.learner, k)
-        return jax.jit(init, out_shardings=self.state_sharding)(key)
+        jitted = jax.jit(init, out_shardings=self.state_sharding)
+        if isinstance(key, jax.core.Tracer):  # traced (e.g. eval_shape): nothing compiles
+            return jitted(key)
+        try:
+            return jitted.lower(key).compile(compiler_options=RUN_ONCE_OPTIONS)(key)
+        except jax.errors.JaxRuntimeError as error:  # an XLA without one of these options
+            if "compile option" not in str(error):
+                raise
+            return jitted(key)
 
     def compile_chunk(self, state: TrainState) -> Any:
         """AOT-compile `run_chunk` for `state`'s shapes (donating the state)."""
@@ -176,21 +218,20 @@ class FusedTrainer:
 
     def run_chunk(self, state: TrainState) -> tuple[TrainState, ChunkMetrics]:
         """`iterations_per_chunk` fused iterations; pure, for jit."""
-        start = state.iteration
-        state, per_iteration = jax.lax.scan(
-            self._iteration, state, None, length=self.config.iterations_per_chunk
+        k = self.config.iterations_per_chunk
+        zero = jnp.zeros((), jnp.float32)
+        totals = ChunkMetrics(
+            episode_return_sum=zero,
+            episode_length_sum=jnp.zeros((), jnp.int32),
+            episodes=jnp.zeros((), jnp.int32),
+            learning_rate=zero,
+            first_nonfinite_iteration=jnp.full((), -1, jnp.int32),
+            losses={name: zero for name in UpdateMetrics._fields if name != "finite"},
         )
-        returns, lengths, episodes, update, finite = per_iteration
-        bad = jnp.logical_not(finite)
-        first_bad = jnp.where(jnp.any(bad), start + jnp.argmax(bad), -1)
-        means = jax.tree.map(jnp.mean, update)
-        metrics = ChunkMetrics(
-            episode_return_sum=returns.sum(),
-            episode_length_sum=lengths.sum(),
-            episodes=episodes.sum(),
+        (state, totals), _ = jax.lax.scan(self._iteration, (state, totals), None, length=k)
+        metrics = totals._replace(
             learning_rate=jnp.asarray(self.schedule(self._update_count(state.iteration)), float),
-            first_nonfinite_iteration=first_bad.astype(jnp.int32),
-            losses=means,
+            losses={name: total / k for name, total in totals.losses.items()},
         )
         return state, metrics
 
@@ -198,7 +239,12 @@ class FusedTrainer:
         a = self.config.agent
         return iteration * a.num_epochs * a.num_minibatches
 
-    def _iteration(self, state: TrainState, _: None) -> tuple[TrainState, tuple]:
+    def _iteration(
+        self, carry: tuple[TrainState, ChunkMetrics], _: None
+    ) -> tuple[tuple[TrainState, ChunkMetrics], None]:
+        """One rollout and update; adds its statistics to the chunk's running totals (sums
+        in the loop carry: a smaller program than per-iteration outputs reduced afterwards)."""
+        state, totals = carry
         initial_carry = state.carry
         # One split per iteration for all its randomness (each PRNG call site costs compile time).
         keys = jax.random.split(state.key, self.config.agent.unroll_length + 2)
@@ -219,16 +265,22 @@ class FusedTrainer:
             state.params, state.opt_state, traj, update_key
         )
         done = jnp.logical_or(transitions.terminated, transitions.truncated)
-        episode_stats = (
-            jnp.sum(jnp.where(done, transitions.episode_return, 0.0)),
-            jnp.sum(jnp.where(done, transitions.episode_length, 0)),
-            jnp.sum(done),
+        first_bad = totals.first_nonfinite_iteration
+        totals = totals._replace(
+            episode_return_sum=totals.episode_return_sum
+            + jnp.sum(jnp.where(done, transitions.episode_return, 0.0)),
+            episode_length_sum=totals.episode_length_sum
+            + jnp.sum(jnp.where(done, transitions.episode_length, 0)),
+            episodes=totals.episodes + jnp.sum(done),
+            first_nonfinite_iteration=jnp.where(
+                (first_bad < 0) & ~update.finite, state.iteration, first_bad
+            ),
+            losses={name: total + getattr(update, name) for name, total in totals.losses.items()},
         )
         state = state.replace(
             params=params, opt_state=opt_state, key=key, iteration=state.iteration + 1
         )
-        losses = {k: v for k, v in update._asdict().items() if k != "finite"}
-        return state, (*episode_stats, losses, update.finite)
+        return (state, totals), None
 
     def _rollout(self, state: TrainState, act_keys: jax.Array) -> tuple[TrainState, _Transition]:
         params = state.params

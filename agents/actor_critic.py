@@ -77,6 +77,7 @@ class ActorCriticAgent:
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
     lstm_size: int | None = None
+    torso: str = "mlp"
     network: ActorCritic = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -90,6 +91,7 @@ class ActorCriticAgent:
             hidden_sizes=self.hidden_sizes,
             activation=self.activation,
             lstm_size=self.lstm_size,
+            torso=self.torso,
         )
         object.__setattr__(self, "network", network)
 

@@ -1,10 +1,13 @@
 """The V-trace learner step: epochs of minibatch gradient steps on one batch of trajectories.
 
-Shared by the fused loop and the actor bridge. Minibatches are strided slices of the env axis
-(env i goes to minibatch i mod M), so a batch split evenly across devices splits into the same
-minibatches as on one device; each epoch visits them in a fresh random order. A step whose
-loss or gradients are not finite leaves the parameters and optimiser state unchanged and is
-reported in `UpdateMetrics.finite`.
+Shared by the fused loop and the actor bridge. Every minibatch step first computes its V-trace
+targets under the current parameters (as IMPALA's learner does), then takes a gradient step
+with them held fixed. Minibatches are strided slices of the env axis (env i goes to minibatch
+i mod M), so a batch split evenly across devices splits into the same minibatches as on one
+device; each epoch visits them in a fresh random order. All epochs x minibatches steps run as
+one flat scan (one loop, a smaller program than nested ones). A step whose loss or gradients
+are not finite leaves the parameters and optimiser state unchanged and is reported in
+`UpdateMetrics.finite`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from agents.actor_critic import ActorCriticAgent
-from agents.vtrace import Trajectory, VTraceConfig, vtrace_loss
+from agents.vtrace import Trajectory, VTraceConfig, vtrace_loss, vtrace_targets
 
 
 class UpdateMetrics(NamedTuple):
@@ -73,40 +76,43 @@ class VTraceLearner:
         self, params: Any, opt_state: Any, traj: Trajectory, key: jax.Array
     ) -> tuple[Any, Any, UpdateMetrics]:
         """`num_epochs` passes of `num_minibatches` gradient steps on `traj` [T, B]."""
+        minibatches = split_minibatches(traj, self.num_minibatches)
         flat_params, unravel = ravel_pytree(params)
 
-        def minibatch_step(carry: tuple, minibatch: tuple) -> tuple[tuple, UpdateMetrics]:
-            flat_params, opt_state = carry
-            traj, key = minibatch
-            loss_fn = lambda flat: vtrace_loss(self.agent, unravel(flat), traj, self.config, key)
+        def minibatch_step(carry: tuple, xs: tuple) -> tuple[tuple, None]:
+            flat_params, opt_state, totals = carry
+            index, key = xs
+            traj = jax.tree.map(lambda x: x[index], minibatches)
+            targets = vtrace_targets(self.agent, unravel(flat_params), traj, self.config)
+            loss_fn = lambda flat: vtrace_loss(
+                self.agent, unravel(flat), traj, targets, self.config, key
+            )
             (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(flat_params)
             finite = jnp.logical_and(jnp.isfinite(loss), jnp.all(jnp.isfinite(grads)))
             updates, new_opt_state = self.optimizer.update(grads, opt_state, flat_params)
             new_params = optax.apply_updates(flat_params, updates)
             keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(finite, n, o), new, old)
-            metrics = UpdateMetrics(
-                loss=loss,
-                policy_loss=aux.policy_loss,
-                value_loss=aux.value_loss,
-                entropy=aux.entropy,
-                grad_norm=jnp.linalg.norm(grads),
-                finite=finite,
+            totals = UpdateMetrics(
+                loss=totals.loss + loss,
+                policy_loss=totals.policy_loss + aux.policy_loss,
+                value_loss=totals.value_loss + aux.value_loss,
+                entropy=totals.entropy + aux.entropy,
+                grad_norm=totals.grad_norm + jnp.linalg.norm(grads),
+                finite=totals.finite & finite,
             )
-            return (keep(new_params, flat_params), keep(new_opt_state, opt_state)), metrics
+            return (keep(new_params, flat_params), keep(new_opt_state, opt_state), totals), None
 
-        def epoch(carry: tuple, xs: tuple) -> tuple[tuple, UpdateMetrics]:
-            order, keys = xs
-            shuffled = jax.tree.map(lambda x: jnp.take(x, order, axis=0), minibatches)
-            return jax.lax.scan(minibatch_step, carry, (shuffled, keys))
-
-        # All randomness drawn up front: each PRNG call site inside the scans costs compile time.
+        # All randomness drawn up front: each PRNG call site inside the loop costs compile time.
         order_key, loss_key = jax.random.split(key)
         shape = (self.num_epochs, self.num_minibatches)
-        orders = jnp.argsort(jax.random.uniform(order_key, shape), axis=1)
-        loss_keys = jax.random.split(loss_key, shape)
-        minibatches = split_minibatches(traj, self.num_minibatches)
-        (flat_params, opt_state), metrics = jax.lax.scan(
-            epoch, (flat_params, opt_state), (orders, loss_keys)
+        order = jnp.argsort(jax.random.uniform(order_key, shape), axis=1).reshape(-1)
+        loss_keys = jax.random.split(loss_key, order.shape)
+        # Sums in the loop carry (a smaller program than per-step outputs reduced afterwards).
+        zero = jnp.zeros((), jnp.float32)
+        totals = UpdateMetrics(zero, zero, zero, zero, zero, finite=jnp.ones((), bool))
+        (flat_params, opt_state, totals), _ = jax.lax.scan(
+            minibatch_step, (flat_params, opt_state, totals), (order, loss_keys)
         )
-        means = jax.tree.map(jnp.mean, metrics._replace(finite=()))
-        return unravel(flat_params), opt_state, means._replace(finite=jnp.all(metrics.finite))
+        steps = order.shape[0]
+        means = jax.tree.map(lambda total: total / steps, totals._replace(finite=()))
+        return unravel(flat_params), opt_state, means._replace(finite=totals.finite)

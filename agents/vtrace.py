@@ -4,6 +4,12 @@ Episode ends inside an unroll are handled explicitly: termination stops bootstra
 (discount 0), truncation bootstraps from the value of the final observation, and in both cases
 the trace is cut so that no target mixes two episodes. This is why `next_values` (values of the
 observation each action led to, before auto-reset) is passed alongside `values`.
+
+`vtrace_targets` computes the targets of a trajectory under given parameters (the importance
+weights correct the lag between acting and learning parameters); `vtrace_loss` takes them as
+fixed inputs and weighs their `q_advantages` by the clipped importance weight of the
+parameters it differentiates. The learner computes targets at every minibatch step, under the
+parameters of that step, which makes the loss IMPALA's.
 """
 
 from __future__ import annotations
@@ -58,7 +64,8 @@ class Trajectory(NamedTuple):
 
 class VTraceReturns(NamedTuple):
     vs: chex.Array  # [T, B] value targets
-    pg_advantages: chex.Array  # [T, B]
+    pg_advantages: chex.Array  # [T, B] clipped rho x q_advantages (IMPALA's pg advantage)
+    q_advantages: chex.Array  # [T, B] r + gamma q_next - V(x), before the importance weight
 
 
 class LossMetrics(NamedTuple):
@@ -90,8 +97,8 @@ def _vtrace_returns_1d(
     vs_tp1 = jnp.concatenate([vs[1:], next_values[-1:]])
     q_next = lambdas * vs_tp1 + (1.0 - lambdas) * next_values
     pg_rhos = jnp.minimum(cfg.clip_pg_rho, rhos)
-    pg_advantages = pg_rhos * (rewards + discounts * q_next - values)
-    return VTraceReturns(jax.lax.stop_gradient(vs), jax.lax.stop_gradient(pg_advantages))
+    q_advantages = rewards + discounts * q_next - values
+    return jax.lax.stop_gradient(VTraceReturns(vs, pg_rhos * q_advantages, q_advantages))
 
 
 def vtrace_returns(
@@ -114,39 +121,54 @@ def vtrace_returns(
     return fn(values, next_values, rewards, terminated, truncated, rhos, cfg)
 
 
+def vtrace_targets(
+    agent: ActorCriticAgent, params: Any, traj: Trajectory, cfg: VTraceConfig
+) -> VTraceReturns:
+    """V-trace value targets and policy-gradient advantages of `traj` under `params`.
+
+    The importance weights compare `params`' policy with the behaviour policy that acted.
+    Outputs carry no gradient.
+    """
+    out = agent.unroll(
+        params, traj.initial_carry, traj.observation, traj.next_observation, traj.is_first
+    )
+    log_prob = agent.distribution(out.dist_params).log_prob(traj.action)
+    chex.assert_equal_shape([log_prob, traj.behaviour_log_prob, traj.reward])
+    rhos = jnp.exp(log_prob - traj.behaviour_log_prob)
+    return vtrace_returns(
+        out.values, out.next_values, traj.reward, traj.terminated, traj.truncated, rhos, cfg
+    )
+
+
 def vtrace_loss(
     agent: ActorCriticAgent,
     params: Any,
     traj: Trajectory,
+    targets: VTraceReturns,
     cfg: VTraceConfig,
     key: chex.PRNGKey,
 ) -> tuple[chex.Array, LossMetrics]:
     """IMPALA loss: policy gradient with V-trace advantages, value regression, entropy bonus.
 
-    `key` feeds the sampled entropy estimate of a TanhGaussian policy (unused for Categorical).
+    `targets` come from `vtrace_targets` on the same trajectory (possibly under earlier
+    parameters); the policy gradient weighs their `q_advantages` by the clipped importance
+    weight of `params`' policy. `key` feeds the sampled entropy estimate of a TanhGaussian
+    policy (unused for Categorical). The rho metrics compare `params`' policy with the
+    behaviour policy.
     """
     out = agent.unroll(
         params, traj.initial_carry, traj.observation, traj.next_observation, traj.is_first
     )
     dist = agent.distribution(out.dist_params)
     log_prob = dist.log_prob(traj.action)
-    chex.assert_equal_shape([log_prob, traj.behaviour_log_prob, traj.reward])
+    chex.assert_equal_shape([log_prob, traj.behaviour_log_prob, targets.vs, targets.q_advantages])
     rhos = jnp.exp(jax.lax.stop_gradient(log_prob) - traj.behaviour_log_prob)
-    returns = vtrace_returns(
-        jax.lax.stop_gradient(out.values),
-        jax.lax.stop_gradient(out.next_values),
-        traj.reward,
-        traj.terminated,
-        traj.truncated,
-        rhos,
-        cfg,
-    )
     entropy = jnp.mean(dist.entropy() if isinstance(dist, Categorical) else dist.entropy(key))
-    advantages = returns.pg_advantages
+    advantages = jnp.minimum(cfg.clip_pg_rho, rhos) * targets.q_advantages
     if cfg.normalize_advantages:
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
     policy_loss = -jnp.mean(log_prob * advantages)
-    value_loss = 0.5 * jnp.mean(jnp.square(returns.vs - out.values))
+    value_loss = 0.5 * jnp.mean(jnp.square(targets.vs - out.values))
     loss = policy_loss + cfg.baseline_cost * value_loss - cfg.entropy_cost * entropy
     metrics = LossMetrics(
         policy_loss=policy_loss,

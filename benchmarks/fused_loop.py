@@ -25,6 +25,8 @@ from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    # The repo root first: its `physics` package, not benchmarks/physics.py (the envs import it).
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import jax
 import jax.numpy as jnp
@@ -123,9 +125,14 @@ def make_env_only(config: TrainConfig) -> tuple[Callable, Any, int]:
 
 
 def measure_throughput(
-    train_fn: Callable, train_carry: Any, train_steps: int,
-    env_fn: Callable, env_carry: Any, env_steps: int,
-    repeats: int, min_seconds: float,
+    train_fn: Callable,
+    train_carry: Any,
+    train_steps: int,
+    env_fn: Callable,
+    env_carry: Any,
+    env_steps: int,
+    repeats: int,
+    min_seconds: float,
 ) -> dict[str, Any]:
     """Interleaved blocks of training and env-only calls; best and median SPS of each."""
     samples: dict[str, list[tuple[float, float]]] = {"train": [], "env": []}
@@ -135,7 +142,8 @@ def measure_throughput(
     for _ in range(repeats):
         for name in ("train", "env"):
             fn, carry, steps = (
-                (train_fn, train_carry, train_steps) if name == "train"
+                (train_fn, train_carry, train_steps)
+                if name == "train"
                 else (env_fn, env_carry, env_steps)
             )
             calls = 0
@@ -174,8 +182,10 @@ def _lower_and_compile(fn: Callable, *args: Any) -> dict[str, float]:
     with timer() as comp:
         lowered.compile()
     return {
-        "lower_wall_s": lower["wall"], "lower_cpu_s": lower["cpu"],
-        "xla_wall_s": comp["wall"], "xla_cpu_s": comp["cpu"],
+        "lower_wall_s": lower["wall"],
+        "lower_cpu_s": lower["cpu"],
+        "xla_wall_s": comp["wall"],
+        "xla_cpu_s": comp["cpu"],
         "total_cpu_s": lower["cpu"] + comp["cpu"],
     }
 
@@ -212,15 +222,15 @@ def compile_breakdown(trainer: FusedTrainer, state: Any) -> dict[str, dict[str, 
         )
         return trainer.learner.update(params, opt_state, traj, key)
 
-    def iteration(state: Any) -> Any:
-        return trainer._iteration(state, None)
+    # One iteration: the same trainer with a one-iteration chunk.
+    single = make_fused_trainer(apply_overrides(trainer.config, ["iterations_per_chunk=1"]))
 
     return {
         "rollout_only": _lower_and_compile(rollout, state),
         "update_only": _lower_and_compile(
             update, state.params, state.opt_state, transitions, state.key
         ),
-        "one_iteration": _lower_and_compile(iteration, state),
+        "one_iteration": _lower_and_compile(single.run_chunk, state),
         "chunk": _lower_and_compile(trainer.run_chunk, state),
     }
 
@@ -244,8 +254,14 @@ def bench_batch(num_envs: int, args: argparse.Namespace) -> dict[str, Any]:
         return run_chunk(state)[0]
 
     tp = measure_throughput(
-        train_fn, state, trainer.steps_per_chunk, env_fn, env_carry, env_steps,
-        repeats=args.repeats, min_seconds=args.min_seconds,
+        train_fn,
+        state,
+        trainer.steps_per_chunk,
+        env_fn,
+        env_carry,
+        env_steps,
+        repeats=args.repeats,
+        min_seconds=args.min_seconds,
     )
     result = {
         "num_envs": num_envs,
@@ -316,12 +332,14 @@ def time_to_solve(config: TrainConfig, echo: bool) -> dict[str, Any]:
         # Called once per chunk, right after the chunk's metrics reached the host: gives the
         # exact episode count behind each chunk's mean return (TensorBoard only has the mean).
         m = jax.tree.map(np.asarray, metrics)
-        chunks.append({
-            "t": time.perf_counter(),
-            "steps": steps,
-            "episodes": int(m.episodes),
-            "return_sum": float(m.episode_return_sum),
-        })
+        chunks.append(
+            {
+                "t": time.perf_counter(),
+                "steps": steps,
+                "episodes": int(m.episodes),
+                "return_sum": float(m.episode_return_sum),
+            }
+        )
         return original(metrics, elapsed, steps)
 
     recorder = _Recorder(echo)
@@ -394,7 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, help="interleaved timing blocks per batch")
     parser.add_argument("--min-seconds", type=float, help="minimum wall time of one block")
     parser.add_argument(
-        "--breakdown", type=lambda s: s.lower() in ("1", "true", "yes"), default=None,
+        "--breakdown",
+        type=lambda s: s.lower() in ("1", "true", "yes"),
+        default=None,
         help="also compile rollout-only / update-only / one iteration (default: not in --quick)",
     )
     args = parser.parse_args(argv)
@@ -406,9 +426,11 @@ def main(argv: list[str] | None = None) -> int:
     args.breakdown = (not q) if args.breakdown is None else args.breakdown
     started = time.perf_counter()
     meta = machine_info()
-    print(f"fused_loop: {meta['cpu_model']}, {meta['usable_cores']} cores, "
-          f"{meta['device_count']}x {meta['device_kind']}, load {meta['load_average']}",
-          flush=True)
+    print(
+        f"fused_loop: {meta['cpu_model']}, {meta['usable_cores']} cores, "
+        f"{meta['device_count']}x {meta['device_kind']}, load {meta['load_average']}",
+        flush=True,
+    )
 
     # Time-to-solve first: the process is cold (nothing compiled yet), like `make train`.
     solves = []
@@ -416,8 +438,9 @@ def main(argv: list[str] | None = None) -> int:
         config = apply_overrides(load_preset(PRESET), [f"seed={seed}", "eval_episodes=0"])
         if q:
             config = apply_overrides(config, ["total_env_steps=2048", "agent.unroll_length=16"])
-        print(f"time-to-solve: {PRESET} seed {seed}, {config.total_env_steps:,} env steps",
-              flush=True)
+        print(
+            f"time-to-solve: {PRESET} seed {seed}, {config.total_env_steps:,} env steps", flush=True
+        )
         solves.append(time_to_solve(config, echo=True))
 
     batches = []
@@ -428,42 +451,89 @@ def main(argv: list[str] | None = None) -> int:
     # ------------------------------------------------------------------ tables
     ref = REFERENCE_PUREJAXRL_PPO
     sps_cols = [
-        "envs", "T x iters/chunk", "compile s (wall)", "compile s (CPU)", "train SPS",
-        "env-only SPS", "ratio", "train SPS/CPU-s", "env-only SPS/CPU-s", "ratio (CPU)", "load",
+        "envs",
+        "T x iters/chunk",
+        "compile s (wall)",
+        "compile s (CPU)",
+        "train SPS",
+        "env-only SPS",
+        "ratio",
+        "train SPS/CPU-s",
+        "env-only SPS/CPU-s",
+        "ratio (CPU)",
+        "load",
     ]
     sps_rows = [
         [
-            b["num_envs"], f"{b['unroll_length']} x {b['iterations_per_chunk']}",
-            b["compile_wall_s"], b["compile_cpu_s"], b["train"]["sps_best"],
-            b["env_only"]["sps_best"], b["ratio_best"],
-            b["train"]["sps_per_cpu_second_best"], b["env_only"]["sps_per_cpu_second_best"],
-            b["ratio_per_cpu_second"], b["load_average"][0] if b["load_average"] else None,
+            b["num_envs"],
+            f"{b['unroll_length']} x {b['iterations_per_chunk']}",
+            b["compile_wall_s"],
+            b["compile_cpu_s"],
+            b["train"]["sps_best"],
+            b["env_only"]["sps_best"],
+            b["ratio_best"],
+            b["train"]["sps_per_cpu_second_best"],
+            b["env_only"]["sps_per_cpu_second_best"],
+            b["ratio_per_cpu_second"],
+            b["load_average"][0] if b["load_average"] else None,
         ]
         for b in batches
     ]
-    sps_rows.append([
-        "4–512", "128 x —", ref["compile_s"], None, _fmt_range(ref["train_sps"]),
-        _fmt_range(ref["env_only_sps"]), None, None, None, None, ref["label"],
-    ])
+    sps_rows.append(
+        [
+            "4–512",
+            "128 x —",
+            ref["compile_s"],
+            None,
+            _fmt_range(ref["train_sps"]),
+            _fmt_range(ref["env_only_sps"]),
+            None,
+            None,
+            None,
+            None,
+            ref["label"],
+        ]
+    )
     solve_cols = [
-        "run", "solved at env steps", "wall s incl. compile", "wall s excl. compile",
-        "setup s", "compile s", "train SPS", "final chunk return", "load",
+        "run",
+        "solved at env steps",
+        "wall s incl. compile",
+        "wall s excl. compile",
+        "setup s",
+        "compile s",
+        "train SPS",
+        "final chunk return",
+        "load",
     ]
     solve_rows = []
     for s in solves:
         sv = s["solved"] or {}
-        solve_rows.append([
-            f"accelrl {PRESET} seed {s['seed']}",
-            sv.get("env_steps", f"not within {s['total_env_steps']:,}"),
-            sv.get("wall_s_incl_compile"), sv.get("wall_s_excl_compile"), s["setup_wall_s"],
-            s["compile_wall_s"], s["train_sps_after_compile"], s["final_chunk_return"],
-            s["load_average"][0] if s["load_average"] else None,
-        ])
-    solve_rows.append([
-        ref["label"], _fmt_range(ref["solve_env_steps"]), ref["solve_wall_s_incl_compile"],
-        ref["solve_wall_s_incl_compile"] - ref["compile_s"], None, ref["compile_s"],
-        _fmt_range(ref["train_sps"]), None, None,
-    ])
+        solve_rows.append(
+            [
+                f"accelrl {PRESET} seed {s['seed']}",
+                sv.get("env_steps", f"not within {s['total_env_steps']:,}"),
+                sv.get("wall_s_incl_compile"),
+                sv.get("wall_s_excl_compile"),
+                s["setup_wall_s"],
+                s["compile_wall_s"],
+                s["train_sps_after_compile"],
+                s["final_chunk_return"],
+                s["load_average"][0] if s["load_average"] else None,
+            ]
+        )
+    solve_rows.append(
+        [
+            ref["label"],
+            _fmt_range(ref["solve_env_steps"]),
+            ref["solve_wall_s_incl_compile"],
+            ref["solve_wall_s_incl_compile"] - ref["compile_s"],
+            None,
+            ref["compile_s"],
+            _fmt_range(ref["train_sps"]),
+            None,
+            None,
+        ]
+    )
     tables = [
         {
             "title": "Training vs env-only throughput (CartPole, fused chunk)",
@@ -479,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         {
             "title": f"Time to solve (last-{SOLVE_WINDOW}-episode mean return >= "
-                     f"{SOLVE_RETURN:g}), real host loop `accelrl.train.train`",
+            f"{SOLVE_RETURN:g}), real host loop `accelrl.train.train`",
             "columns": solve_cols,
             "rows": solve_rows,
             "note": (
@@ -489,29 +559,45 @@ def main(argv: list[str] | None = None) -> int:
                 f"{solves[0]['total_env_steps'] // max(len(solves[0]['mean_return_last_100_by_chunk']), 1):,}"  # noqa: E501
                 " env steps) with exact per-chunk episode counts; the oldest chunk of the "
                 "window is counted at its mean."
-            ) if solves else None,
+            )
+            if solves
+            else None,
         },
     ]
     if args.breakdown:
         rows = []
         for b in batches:
             for part, t in b.get("compile_breakdown", {}).items():
-                rows.append([
-                    b["num_envs"], part, t["lower_cpu_s"], t["xla_cpu_s"], t["total_cpu_s"],
-                    t["lower_wall_s"] + t["xla_wall_s"],
-                ])
-        tables.append({
-            "title": "Where compile time goes (process CPU seconds)",
-            "columns": ["envs", "program", "trace+lower CPU s", "XLA compile CPU s",
-                        "total CPU s", "total wall s"],
-            "rows": rows,
-            "note": (
-                "Smallest and largest batch only. Each program jitted and compiled on its own "
-                "after the timed runs (so one-off "
-                "first-compile costs are already paid). chunk = run_chunk as the trainer "
-                "compiles it, without donation/sharding annotations."
-            ),
-        })
+                rows.append(
+                    [
+                        b["num_envs"],
+                        part,
+                        t["lower_cpu_s"],
+                        t["xla_cpu_s"],
+                        t["total_cpu_s"],
+                        t["lower_wall_s"] + t["xla_wall_s"],
+                    ]
+                )
+        tables.append(
+            {
+                "title": "Where compile time goes (process CPU seconds)",
+                "columns": [
+                    "envs",
+                    "program",
+                    "trace+lower CPU s",
+                    "XLA compile CPU s",
+                    "total CPU s",
+                    "total wall s",
+                ],
+                "rows": rows,
+                "note": (
+                    "Smallest and largest batch only. Each program jitted and compiled on its own "
+                    "after the timed runs (so one-off "
+                    "first-compile costs are already paid). chunk = run_chunk as the trainer "
+                    "compiles it, without donation/sharding annotations."
+                ),
+            }
+        )
     payload = {
         "title": "Fused loop on CartPole" + (" (quick smoke run)" if q else ""),
         "preset": PRESET,

@@ -15,6 +15,8 @@ from agents import (
     Trajectory,
     VTraceConfig,
     vtrace_loss,
+    vtrace_returns,
+    vtrace_targets,
 )
 
 OBS_SHAPE = (3, 2)
@@ -180,13 +182,37 @@ def test_unroll_matches_step_by_step_acting(kind, lstm):
 def test_vtrace_loss_gradient_is_finite_and_on_policy_rhos_are_one(kind, lstm):
     agent, params, _ = make_agent(kind, lstm)
     traj, _, _ = make_rollout(kind, lstm)
+    cfg = VTraceConfig()
+    targets = jax.jit(vtrace_targets, static_argnums=(0, 3))(agent, params, traj, cfg)
     loss_fn = jax.jit(
-        jax.value_and_grad(vtrace_loss, argnums=1, has_aux=True), static_argnums=(0, 3)
+        jax.value_and_grad(vtrace_loss, argnums=1, has_aux=True), static_argnums=(0, 4)
     )
-    (loss, metrics), grads = loss_fn(agent, params, traj, VTraceConfig(), jax.random.key(2))
+    (loss, metrics), grads = loss_fn(agent, params, traj, targets, cfg, jax.random.key(2))
     assert np.isfinite(loss)
     leaves = jax.tree.leaves(grads)
     assert all(np.all(np.isfinite(g)) for g in leaves)
     assert sum(float(jnp.sum(jnp.abs(g))) for g in leaves) > 0
     np.testing.assert_allclose(metrics.mean_rho, 1.0, rtol=1e-4)
     assert np.isfinite(metrics.entropy) and metrics.value_loss >= 0
+
+
+@pytest.mark.parametrize("kind,lstm", CASES)
+def test_vtrace_targets_are_vtrace_of_the_unrolled_values(kind, lstm):
+    """Targets use V(observation), V(next_observation) and rho = pi / mu under `params`."""
+    agent, params, _ = make_agent(kind, lstm)
+    traj, _, _ = make_rollout(kind, lstm)
+    cfg = VTraceConfig(discount=0.9, lambda_=0.8)
+    # A behaviour policy that differs from `params`' policy, so the rhos are not all one.
+    shift = jnp.linspace(-0.5, 0.5, T * B).reshape(T, B)
+    traj = traj._replace(behaviour_log_prob=traj.behaviour_log_prob + shift)
+    targets = jax.jit(vtrace_targets, static_argnums=(0, 3))(agent, params, traj, cfg)
+    out = jax.jit(agent.unroll)(
+        params, traj.initial_carry, traj.observation, traj.next_observation, traj.is_first
+    )
+    log_prob = agent.distribution(out.dist_params).log_prob(traj.action)
+    rhos = jnp.exp(log_prob - traj.behaviour_log_prob)
+    expected = vtrace_returns(
+        out.values, out.next_values, traj.reward, traj.terminated, traj.truncated, rhos, cfg
+    )
+    np.testing.assert_allclose(targets.vs, expected.vs, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(targets.pg_advantages, expected.pg_advantages, rtol=1e-4, atol=1e-4)

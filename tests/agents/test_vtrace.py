@@ -107,6 +107,9 @@ def test_matches_paper_definition_across_episode_ends(cfg):
         )
         np.testing.assert_allclose(out.vs[:, b], vs, atol=1e-5, rtol=1e-5)
         np.testing.assert_allclose(out.pg_advantages[:, b], adv, atol=1e-5, rtol=1e-5)
+        # q_advantages: the same advantage before the clipped importance weight.
+        pg_rhos = np.minimum(cfg.clip_pg_rho, rhos[:, b])
+        np.testing.assert_allclose(out.q_advantages[:, b] * pg_rhos, adv, atol=1e-5, rtol=1e-5)
 
 
 def test_truncation_bootstraps_and_termination_does_not():

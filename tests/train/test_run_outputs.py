@@ -51,14 +51,22 @@ def read_scalars(run_dir):
     return scalars
 
 
+def host_leaves(state):
+    """The state's leaves as numpy arrays (PRNG keys as their key data)."""
+    as_data = lambda x: (
+        jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x
+    )
+    return [np.asarray(as_data(x)) for x in jax.tree.leaves(state)]
+
+
 def test_resume_gives_identical_parameters(tmp_path):
     config = small_config()
     straight = train(config, tmp_path / "straight")
     train(config, tmp_path / "split", max_chunks=2)
     resumed = train(config, tmp_path / "split", resume=True)
     assert int(resumed.state.iteration) == int(straight.state.iteration) == 8
-    for a, b in zip(jax.tree.leaves(straight.state), jax.tree.leaves(resumed.state), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    for a, b in zip(host_leaves(straight.state), host_leaves(resumed.state), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_tensorboard_scalars_are_written_against_env_steps(tmp_path):
@@ -96,8 +104,8 @@ def test_checkpoint_restores_the_saved_state(tmp_path):
     assert checkpointer.latest_step == 8
     restored = checkpointer.restore_latest(trainer.init(jax.random.PRNGKey(123)))
     checkpointer.close()
-    for a, b in zip(jax.tree.leaves(result.state), jax.tree.leaves(restored), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    for a, b in zip(host_leaves(result.state), host_leaves(restored), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_cli_eval_writes_eval_json(tmp_path):
