@@ -9,6 +9,7 @@ from typing import Any
 from accelrl.envs.base import Environment
 from accelrl.envs.cartpole import CartPole
 from accelrl.envs.catch import Catch
+from accelrl.envs.locomotion import ENVS as LOCOMOTION_ENVS
 from accelrl.envs.memory import MemoryCue
 from accelrl.envs.pendulum import Pendulum
 from accelrl.envs.wrappers import (
@@ -77,3 +78,5 @@ register("cartpole", CartPole)
 register("pendulum", Pendulum)
 register("catch", Catch)
 register("memory_cue", MemoryCue)
+for _name, _factory in LOCOMOTION_ENVS.items():
+    register(_name, _factory)

@@ -1,0 +1,21 @@
+"""Ant with V-trace (continuous actions, tanh-Gaussian policy, normalised observations).
+
+Brax PPO: 50M steps, reward scaling 10, unroll 5, 32 minibatches of 2048, 4 epochs,
+discount 0.97, lr 3e-4, entropy 1e-2, 4096 envs.
+Mapped onto V-trace by `configs._locomotion` (same samples per minibatch and epochs, reward
+scale by its rule); batch sizes follow the device (`pick`). Not tuned further.
+"""
+
+from accelrl.config import TrainConfig
+from configs._locomotion import locomotion_config, pick
+
+
+def config() -> TrainConfig:
+    return locomotion_config(
+        "ant",
+        num_envs=pick(cpu=64, accelerator=4096),
+        num_minibatches=pick(cpu=4, accelerator=8),
+        unroll_length=20,
+        total_env_steps=pick(cpu=3_000_000, accelerator=50_000_000),
+        reward_scale=1.0,
+    )

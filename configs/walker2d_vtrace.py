@@ -1,0 +1,22 @@
+"""Walker2d with V-trace (continuous actions, tanh-Gaussian policy, normalised observations).
+
+Brax trains Walker2d with SAC, not PPO; these are Ant's PPO settings with reward
+scaling 1 and entropy 1e-3.
+Mapped onto V-trace by `configs._locomotion` (same samples per minibatch and epochs, reward
+scale by its rule); batch sizes follow the device (`pick`). Not tuned further.
+"""
+
+from accelrl.config import TrainConfig
+from configs._locomotion import locomotion_config, pick
+
+
+def config() -> TrainConfig:
+    return locomotion_config(
+        "walker2d",
+        num_envs=pick(cpu=64, accelerator=2048),
+        num_minibatches=pick(cpu=4, accelerator=8),
+        unroll_length=20,
+        total_env_steps=pick(cpu=3_000_000, accelerator=50_000_000),
+        reward_scale=1.0,
+        entropy_cost=1e-3,
+    )
