@@ -2,7 +2,7 @@
 
     accelrl train cartpole_vtrace agent.learning_rate=1e-3 env.num_envs=512 --run-dir DIR
     accelrl train --resume --run-dir DIR
-    accelrl eval DIR --episodes 32
+    accelrl eval DIR --episodes 32 [--render out.gif|out.mp4|out.html]
     accelrl serve cartpole_vtrace_bridge --bind 0.0.0.0 --port 50051   (bridge learner)
     accelrl actor --server HOST:50051 --env gymnasium:CartPole-v1 --num-envs 16
 
@@ -47,6 +47,16 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("run_dir", type=Path)
     evaluate.add_argument("--episodes", type=int, default=10)
     evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument(
+        "--render",
+        type=Path,
+        metavar="OUT",
+        help="also draw episodes of MJCF envs: OUT.gif or OUT.mp4 (MuJoCo's renderer), "
+        "OUT.html (interactive 3D viewer)",
+    )
+    evaluate.add_argument(
+        "--render-episodes", type=int, default=1, help="episodes to draw (default 1)"
+    )
 
     serve = commands.add_parser(
         "serve",
@@ -153,14 +163,26 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "eval":
             from accelrl.evaluate import evaluate_run
+            from accelrl.render import RenderBackendError
 
             _enable_compilation_cache()
-
-            report = evaluate_run(args.run_dir, args.episodes, seed=args.seed)
+            try:
+                report = evaluate_run(
+                    args.run_dir,
+                    args.episodes,
+                    seed=args.seed,
+                    render=args.render,
+                    render_episodes=args.render_episodes,
+                )
+            except RenderBackendError as error:
+                print(f"accelrl: error: {error}", file=sys.stderr)
+                return 1
             print(
                 f"mean return {report.mean_return:.2f} +- {report.std_return:.2f} over "
                 f"{report.episodes} episodes (written to {args.run_dir / 'eval.json'})"
             )
+            if args.render:
+                print(f"rendered {args.render_episodes} episode(s) to {args.render}")
             return 0
     except ConfigError as error:
         print(f"accelrl: error: {error}", file=sys.stderr)

@@ -79,3 +79,7 @@ class Environment(abc.ABC, Generic[State]):
     @property
     def unwrapped(self) -> Environment:
         return self
+
+    def unwrapped_state(self, state: Any) -> Any:
+        """The part of `state` that belongs to `unwrapped` (batched under a Vectorize)."""
+        return state

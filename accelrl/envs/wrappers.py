@@ -51,6 +51,9 @@ class Wrapper(Environment):
     def unwrapped(self) -> Environment:
         return self.env.unwrapped
 
+    def unwrapped_state(self, state: Any) -> Any:
+        return self.env.unwrapped_state(state)
+
 
 class ActionRepeat(Wrapper):
     """Applies each action `repeat` times and sums the rewards.
@@ -118,6 +121,9 @@ class TimeLimit(Wrapper):
     def default_max_steps(self) -> int:
         return self.max_steps
 
+    def unwrapped_state(self, state: TimeLimitState) -> Any:
+        return self.env.unwrapped_state(state.inner)
+
 
 @struct.dataclass
 class EpisodeStatisticsState:
@@ -158,6 +164,9 @@ class EpisodeStatistics(Wrapper):
         state = EpisodeStatisticsState(inner, episode_return, episode_length)
         return state, timestep.replace(info=info)
 
+    def unwrapped_state(self, state: EpisodeStatisticsState) -> Any:
+        return self.env.unwrapped_state(state.inner)
+
 
 @struct.dataclass
 class AutoResetState:
@@ -192,6 +201,9 @@ class AutoReset(Wrapper):
             info=info,
         )
         return AutoResetState(_select(done, reset_inner, inner), key), timestep
+
+    def unwrapped_state(self, state: AutoResetState) -> Any:
+        return self.env.unwrapped_state(state.inner)
 
 
 class Vectorize(Wrapper):
@@ -313,3 +325,6 @@ class NormalizeObservation(Wrapper):
     @property
     def observation_space(self) -> Box:
         return Box(shape=self.env.observation_space.shape, low=-self.clip, high=self.clip)
+
+    def unwrapped_state(self, state: NormalizeObservationState) -> Any:
+        return self.env.unwrapped_state(state.inner)
