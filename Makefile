@@ -39,12 +39,15 @@ proto: $(STAMP)
 		accelrl/bridge/bridge.proto
 
 # Google Research Football 2.10.2 from source, for `grf:` bridge actors (Debian/Ubuntu).
+# apt-get runs through sudo unless we already are root.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 grf: $(STAMP)
-	sudo apt-get install -y git cmake build-essential libgl1-mesa-dev libsdl2-dev \
+	$(SUDO) apt-get install -y git cmake build-essential libgl1-mesa-dev libsdl2-dev \
 		libsdl2-image-dev libsdl2-ttf-dev libsdl2-gfx-dev libboost-all-dev \
 		libdirectfb-dev libst-dev mesa-utils xvfb x11vnc python3-dev
-	$(BIN)/python -m pip install "gym==0.25.2" psutil
-	$(BIN)/python -m pip install --no-build-isolation "gfootball==2.10.2"
+	$(BIN)/python -m pip install "gym==0.25.2" psutil six
+	# Its engine build script runs `python3 -c "import psutil"`: put the venv first on PATH.
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pip install --no-build-isolation "gfootball==2.10.2"
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
