@@ -19,23 +19,12 @@ from JAX_PLATFORMS when it is set, else from an installed CUDA/ROCm/TPU plugin. 
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from typing import TypeVar
 
 from accelrl.config import AgentConfig, EnvConfig, TrainConfig
+from physics.xla_cpu import accelerator_available
 
 T = TypeVar("T")
-
-_ACCELERATOR_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin", "libtpu")
-
-
-def accelerator_available() -> bool:
-    """Whether JAX will run on a GPU/TPU (without initialising any backend)."""
-    platforms = os.environ.get("JAX_PLATFORMS", "").strip()
-    if platforms:
-        return any(p.strip() not in ("", "cpu") for p in platforms.split(","))
-    return any(importlib.util.find_spec(name) is not None for name in _ACCELERATOR_PLUGINS)
 
 
 def pick(cpu: T, accelerator: T) -> T:

@@ -1,10 +1,11 @@
 """Branchless rigid-body physics in JAX with MuJoCo semantics (reduced coordinates).
 
-    sys = physics.load_mjcf("ant.xml")
-    state = physics.init(sys)
-    state = jax.jit(physics.step, static_argnames="n_substeps")(sys, state, ctrl, n_substeps=5)
+sys = physics.load_mjcf("ant.xml")
+state = physics.init(sys)
+state = jax.jit(physics.step, static_argnames="n_substeps")(sys, state, ctrl, n_substeps=5)
 """
 
+import physics.xla_cpu  # noqa: F401  (first: sets XLA_FLAGS before any computation)
 from physics.contact import (
     ContactState,
     contact_forces,

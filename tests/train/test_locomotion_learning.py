@@ -3,9 +3,9 @@
 The check is the mean return of the episodes that ended during the last chunk of training
 (stochastic policy) against what the initial policy gets in the first chunk: about 8-10 on
 InvertedPendulum (it falls within 0.2 s) and about -44 on Reacher (distance plus control cost
-over 50 steps). The networks are smaller than the presets' (64x64) to keep the budget CI-sized. Episodes are
-capped (200 and 50 steps) so that finished episodes are not only
-the failures. An evaluation pass is skipped on purpose: it would compile the physics again.
+over 50 steps). The networks are smaller than the presets' (64x64) to keep the budget
+CI-sized. Episodes are capped (200 and 50 steps) so that finished episodes are not only the
+failures. An evaluation pass is skipped on purpose: it would compile the physics again.
 """
 
 import pytest
@@ -13,7 +13,8 @@ import pytest
 from accelrl.config import apply_overrides
 from accelrl.train import train
 from configs import load_preset
-from configs._locomotion import accelerator_available, pick
+from configs._locomotion import pick
+from physics.xla_cpu import accelerator_available
 
 
 def test_presets_pick_batch_sizes_by_device(monkeypatch):

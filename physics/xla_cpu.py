@@ -1,0 +1,42 @@
+"""An XLA:CPU workaround that batched physics needs, applied before JAX starts its backend.
+
+XLA:CPU (seen with jax 0.10.2) deadlocks on the vmapped substep from batch ~512 up: the
+program compiles, then a call never returns while every XLA thread waits idle. The trigger
+is its concurrency-optimized thunk scheduler (independent work such as the damping
+factorization and the constraint solve's loop scheduled side by side); with the default
+scheduler the same program runs. XLA reads XLA_FLAGS once, when the first backend starts,
+so importing `physics` (whose first import is this module) applies it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+_ACCELERATOR_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin", "libtpu")
+CPU_XLA_FLAGS = ("--xla_cpu_enable_concurrency_optimized_scheduler=false",)
+
+
+def accelerator_available() -> bool:
+    """Whether JAX will run on a GPU/TPU, judged without starting a backend.
+
+    From JAX_PLATFORMS when it is set, else from an installed CUDA/ROCm/TPU plugin.
+    """
+    platforms = os.environ.get("JAX_PLATFORMS", "").strip()
+    if platforms:
+        return any(p.strip() not in ("", "cpu") for p in platforms.split(","))
+    return any(importlib.util.find_spec(name) is not None for name in _ACCELERATOR_PLUGINS)
+
+
+def add_cpu_xla_flags(environ: os._Environ | dict = os.environ) -> None:
+    """Appends CPU_XLA_FLAGS to XLA_FLAGS when JAX will run on the CPU (other backends' XLA
+    builds are not known to accept them), leaving any value the user set for them."""
+    if accelerator_available():
+        return
+    flags = environ.get("XLA_FLAGS", "")
+    missing = [f for f in CPU_XLA_FLAGS if f.split("=")[0] not in flags]
+    if missing:
+        environ["XLA_FLAGS"] = " ".join([flags, *missing]).strip()
+
+
+add_cpu_xla_flags()
