@@ -13,6 +13,8 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
 
+import physics  # noqa: E402,F401  (its XLA:CPU flags must precede any computation)
+
 if jax.config.jax_compilation_cache_dir is None:
     _cache = tempfile.mkdtemp(prefix="accelrl-xla-")
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
