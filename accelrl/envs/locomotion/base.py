@@ -72,8 +72,9 @@ def finite(*arrays: jax.Array) -> jax.Array:
 class LocomotionEnv(Environment[LocomotionState], abc.ABC):
     """Base of the physics-backed envs; subclasses define the task on top of the model.
 
-    Subclasses implement `_initial_state(key) -> (q, qd)`, `_observation(pipeline, action)` and
-    `_reward(before, after, action) -> (reward, terminated, metrics)`. `info["metrics"]` holds
+    Subclasses implement `_observation(pipeline, action)` and
+    `_reward(before, after, action) -> (reward, terminated, metrics)`, and may override
+    `_initial_state(key) -> (q, qd)`. `info["metrics"]` holds
     every reward term (Brax's names) after each step and zeros after reset.
     """
 
@@ -89,9 +90,12 @@ class LocomotionEnv(Environment[LocomotionState], abc.ABC):
         self._observation_space: Box | None = None
 
     # ------------------------------------------------------------------ task hooks
-    @abc.abstractmethod
     def _initial_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """qpos and qvel of a new episode (reset noise included)."""
+        """qpos and qvel of a new episode: qpos0 and zero velocity, each with uniform noise of
+        `self.reset_noise_scale` (Gymnasium's default; envs with other noise override this)."""
+        k1, k2 = jax.random.split(key)
+        q = self.sys.qpos0 + uniform_noise(k1, self.sys.nq, self.reset_noise_scale)
+        return q, uniform_noise(k2, self.sys.nv, self.reset_noise_scale)
 
     @abc.abstractmethod
     def _observation(self, pipeline: physics.State, action: jax.Array) -> jax.Array:

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 
 import physics
-from accelrl.envs.locomotion.base import LocomotionEnv, ctrl_cost, finite, uniform_noise
+from accelrl.envs.locomotion.base import LocomotionEnv, ctrl_cost, finite
 from physics import dynamics
 
 TORSO = 1
@@ -75,11 +75,6 @@ class Humanoid(LocomotionEnv):
         self.healthy_z_range = healthy_z_range
         self.reset_noise_scale = reset_noise_scale
         super().__init__()
-
-    def _initial_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-        k1, k2 = jax.random.split(key)
-        q = self.sys.qpos0 + uniform_noise(k1, self.sys.nq, self.reset_noise_scale)
-        return q, uniform_noise(k2, self.sys.nv, self.reset_noise_scale)
 
     def _observation(self, pipeline: physics.State, action: jax.Array) -> jax.Array:
         return humanoid_observation(self.sys, pipeline, action)
