@@ -9,7 +9,8 @@ Anything else that would change the dynamics raises :class:`MJCFError` naming it
 so a model never silently behaves differently from MuJoCo.
 
 Integrator note: ``option integrator`` is accepted but the engine always integrates with
-MuJoCo's semi-implicit Euler (gymnasium's XMLs ask for RK4).
+MuJoCo's semi-implicit Euler; any other integrator (gymnasium's XMLs ask for RK4) is loaded with
+an :class:`MJCFWarning` saying so.
 """
 
 from __future__ import annotations
@@ -245,8 +246,15 @@ class _Loader:
                     raise self.error(o, f"unsupported option {key}={a[key]!r}")
             if np.any(self.get_floats(o, a, "wind", [0, 0, 0], 3) != 0):
                 raise self.error(o, "unsupported option wind")
-            if a.get("integrator", "Euler") not in ("Euler", "RK4", "implicit", "implicitfast"):
-                raise self.error(o, f"unknown integrator {a['integrator']!r}")
+            integrator = a.get("integrator", "Euler")
+            if integrator not in ("Euler", "RK4", "implicit", "implicitfast"):
+                raise self.error(o, f"unknown integrator {integrator!r}")
+            if integrator != "Euler":
+                warnings.warn(f"{self.source}: <option integrator={integrator!r}> is simulated "
+                              "with MuJoCo's semi-implicit Euler (implicit joint damping), the "
+                              "only integrator of this engine; trajectories differ from "
+                              f"MuJoCo's {integrator} by the integration error",
+                              MJCFWarning, stacklevel=4)
 
     def parse_defaults(self) -> None:
         self.classes["main"] = {}

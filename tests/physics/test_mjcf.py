@@ -1,6 +1,7 @@
 """MJCF loading: gymnasium's models load unmodified and match MuJoCo's compiled model."""
 
 import os
+import warnings
 
 import mujoco
 import numpy as np
@@ -54,7 +55,19 @@ def _check_against_mujoco(sys, m):
 @pytest.mark.parametrize("name", GYM_MODELS)
 def test_gymnasium_models_match_mujoco(name):
     path = gym_asset(name)
-    _check_against_mujoco(physics.load_mjcf(path), mujoco.MjModel.from_xml_path(path))
+    m = mujoco.MjModel.from_xml_path(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sys = physics.load_mjcf(path)
+    _check_against_mujoco(sys, m)
+    # the integrator is the one thing loaded but not simulated as asked: said, not silent
+    integrator_warnings = [w for w in caught if "integrator=" in str(w.message)]
+    if m.opt.integrator == mujoco.mjtIntegrator.mjINT_EULER:
+        assert not integrator_warnings
+    else:
+        assert len(integrator_warnings) == 1, caught
+        assert integrator_warnings[0].category is mjcf.MJCFWarning
+        assert path in str(integrator_warnings[0].message)
 
 
 DEFAULTS_XML = """
