@@ -7,6 +7,12 @@ For each (env, actors, E) it measures, on the same cores and in the same run:
             to a raw grpc.aio echo server (the transport floor the bridge sits on);
   local   - the same envs stepped in the same number of processes without any bridge.
 
+It also accounts for CPU time: the env's CPU per step (local) and the server's CPU per step
+(inference, batching and gRPC; the learner is paused). When server and actors share the same
+cores, bridge/local cannot exceed the "CPU ceiling" min(1, cores / (env + server) / local),
+so the table shows whether the bridge or the CPU is the limit (on a CPU-only host a
+convolutional policy's inference can cost more CPU than the game itself).
+
     .venv/bin/python benchmarks/bridge.py            # trivial env and Atari Pong
     .venv/bin/python benchmarks/bridge.py --quick    # fewer, shorter points
 """
@@ -26,8 +32,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# the repo root first: `python benchmarks/bridge.py` puts benchmarks/ (with physics.py) first
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT))
 
 CHILD_ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
 
@@ -43,7 +50,7 @@ def role_local(env_id: str, num_envs: int, seconds: float) -> dict:
     for i, env in enumerate(envs):
         env.reset(seed=i)
     rng = np.random.default_rng(0)
-    steps, start = 0, time.perf_counter()
+    steps, start, cpu_start = 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - start < seconds:
         actions = rng.integers(0, spec.num_actions, num_envs)
         for env, a in zip(envs, actions, strict=True):
@@ -51,7 +58,8 @@ def role_local(env_id: str, num_envs: int, seconds: float) -> dict:
             if term or trunc:
                 env.reset()
         steps += num_envs
-    return {"steps_per_s": steps / (time.perf_counter() - start)}
+    return {"steps_per_s": steps / (time.perf_counter() - start),
+            "cpu_us_per_step": 1e6 * (time.process_time() - cpu_start) / steps}
 
 
 def role_echo_client(port: int, env_id: str, num_envs: int, seconds: float) -> dict:
@@ -90,6 +98,11 @@ def role_echo_client(port: int, env_id: str, num_envs: int, seconds: float) -> d
 
 
 # ----------------------------------------------------------------------------- orchestration
+
+
+def cpu_cores() -> int:
+    """Cores this process may run on (the ones actors and server share)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
 def children(args_list: list[list[str]]) -> list[dict]:
@@ -188,9 +201,11 @@ class BridgeUnderTest:
             batcher.latencies.clear()
             batcher.batch_sizes.clear()
             start_steps, start = self.server.env_steps_received, time.perf_counter()
+            cpu_start = time.process_time()  # this process serves only the bridge
             time.sleep(seconds)
             steps = self.server.env_steps_received - start_steps
             elapsed = time.perf_counter() - start
+            server_cpu = time.process_time() - cpu_start
             lat = np.asarray(batcher.latencies) * 1e3
             sizes = np.asarray(batcher.batch_sizes)
         finally:
@@ -199,6 +214,7 @@ class BridgeUnderTest:
             for p in procs:
                 p.wait(10)
         return {"steps_per_s": steps / elapsed, "actors_connected": connected,
+                "server_cpu_us_per_step": 1e6 * server_cpu / max(steps, 1),
                 "refused": self.server.refused,
                 "batch_mean": float(sizes.mean()) if sizes.size else 0.0,
                 "p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
@@ -229,12 +245,16 @@ def bench(env_id: str, preset: str, overrides: list[str], points: list[tuple[int
                            "--seconds", str(min(seconds, 3.0))]] * a)
         echo_sps = sum(r["steps_per_s"] for r in ech)
         local_sps = sum(r["steps_per_s"] for r in local)
+        env_cpu = float(np.mean([r["cpu_us_per_step"] for r in local]))
+        server_cpu = b["server_cpu_us_per_step"]
+        ceiling = min(1.0, 1e6 * cpu_cores() / (env_cpu + server_cpu) / local_sps)
         row = {"env": env_id, "actors": a, "envs_per_actor": e,
                "bridge_sps": b["steps_per_s"], "echo_sps": echo_sps, "local_sps": local_sps,
                "bridge/echo": b["steps_per_s"] / echo_sps,
                "bridge/local": b["steps_per_s"] / local_sps,
                "batch_mean": b["batch_mean"], "act_p50_ms": b["p50_ms"],
                "act_p99_ms": b["p99_ms"], "actors_connected": b["actors_connected"],
+               "env_cpu_us": env_cpu, "server_cpu_us": server_cpu, "cpu_ceiling": ceiling,
                "echo_rtt_p50_ms": ech[0]["p50_ms"],
                "echo_rtt_p99_ms": ech[0]["p99_ms"]}
         print(json.dumps(row), flush=True)
@@ -272,8 +292,8 @@ def main() -> None:
     from common import load_average, write_result
 
     columns = ["env", "actors", "envs_per_actor", "bridge_sps", "echo_sps", "local_sps",
-               "bridge/echo", "bridge/local", "batch_mean", "act_p50_ms", "act_p99_ms",
-               "echo_rtt_p50_ms", "echo_rtt_p99_ms"]
+               "bridge/echo", "bridge/local", "cpu_ceiling", "env_cpu_us", "server_cpu_us",
+               "batch_mean", "act_p50_ms", "act_p99_ms", "echo_rtt_p50_ms", "echo_rtt_p99_ms"]
     write_result("bridge", {
         "title": "Actor bridge throughput (loopback, learner paused)",
         "load_average": load_average(),
@@ -281,7 +301,12 @@ def main() -> None:
         "tables": [{"title": "env steps/s", "columns": columns,
                     "rows": [[r[c] for c in columns] for r in rows],
                     "note": "bridge: actors -> server with jitted inference; echo: raw grpc.aio "
-                            "echo of the same messages; local: the envs alone, same processes."}],
+                            "echo of the same messages; local: the envs alone, same processes. "
+                            "env_cpu_us / server_cpu_us: CPU microseconds per env step of the "
+                            "env (local run) and of the bridge server (inference, batching, "
+                            f"gRPC); cpu_ceiling = min(1, {cpu_cores()} cores / (env + server) "
+                            "/ local): the most bridge/local can be when the server's work "
+                            "shares the actors' cores."}],
     })
 
 
