@@ -2,15 +2,18 @@
 
 Orbax writes each step into a temporary directory and renames it when complete, so a run
 killed at any moment leaves only whole checkpoints behind; `restore_latest` reads the newest.
-Steps are numbered by completed training iterations.
+Steps are numbered by completed training iterations. Zero-size arrays (an env state with no
+contact slots, an empty buffer) are not written - orbax refuses them - and come back from the
+`like` state given to `restore_latest`, which knows their shapes.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import jax
+import jax.numpy as jnp
 import orbax.checkpoint as ocp
 
 State = TypeVar("State")
@@ -29,15 +32,19 @@ class Checkpointer:
 
     def save(self, step: int, state: State) -> None:
         """Start writing `state` as `step` (asynchronously; `wait` or `close` to finish)."""
-        self._manager.save(step, args=ocp.args.StandardSave(state))
+        self._manager.save(step, args=ocp.args.StandardSave(_without_empty(state)))
 
     def restore_latest(self, like: State) -> State:
         """The newest checkpoint, restored with the structure, dtypes and sharding of `like`."""
         step = self._manager.latest_step()
         if step is None:
             raise FileNotFoundError(f"no checkpoint in {self._manager.directory}")
-        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
-        return self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _without_empty(like))
+        restored = self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
+        saved = dict(jax.tree_util.tree_flatten_with_path(restored)[0])
+        return jax.tree_util.tree_map_with_path(
+            lambda path, leaf: _empty_like(leaf) if _is_empty(leaf) else saved[path], like
+        )
 
     def wait(self) -> None:
         self._manager.wait_until_finished()
@@ -45,3 +52,19 @@ class Checkpointer:
     def close(self) -> None:
         self._manager.wait_until_finished()
         self._manager.close()
+
+
+def _is_empty(leaf: Any) -> bool:
+    return getattr(leaf, "size", 1) == 0
+
+
+def _without_empty(tree: State) -> State:
+    """`tree` with its zero-size arrays replaced by None (an empty subtree to orbax)."""
+    return jax.tree.map(lambda x: None if _is_empty(x) else x, tree)
+
+
+def _empty_like(leaf: Any) -> Any:
+    """A new zero-size array of `leaf`'s shape, dtype and (for jax arrays) sharding."""
+    empty = jnp.zeros(leaf.shape, leaf.dtype)
+    sharding = getattr(leaf, "sharding", None)
+    return jax.device_put(empty, sharding) if sharding is not None else empty

@@ -347,10 +347,11 @@ def test_time_limit_truncates_and_termination_does_not():
 
 
 def test_state_of_a_contact_free_model_checkpoints(tmp_path):
-    """Orbax cannot save zero-size arrays; a contact-free model's state has none to save."""
+    """A contact-free model's state holds zero-size contact arrays, which orbax refuses to
+    write; the checkpointer leaves them out and rebuilds them on restore."""
     env = registry.make("inverted_pendulum")
     state, _ = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), BATCH))
-    assert all(leaf.size > 0 for leaf in jax.tree.leaves(state))
+    assert any(leaf.size == 0 for leaf in jax.tree.leaves(state))
     checkpointer = Checkpointer(tmp_path)
     checkpointer.save(1, state)
     checkpointer.wait()

@@ -25,28 +25,15 @@ from flax import struct
 import physics
 from accelrl.envs.base import Environment, TimeStep
 from accelrl.envs.spaces import Box
-from physics.contact import empty_contact
 
 EPISODE_STEPS = 1000
 
 
 @struct.dataclass
 class LocomotionState:
-    """The physics state of one world (MuJoCo qpos/qvel and everything derived from them).
-
-    The contact slots of a model without contacts (zero-size arrays) are stored as None:
-    checkpoints (orbax) cannot hold zero-size arrays.
-    """
+    """The physics state of one world (MuJoCo qpos/qvel and everything derived from them)."""
 
     pipeline: physics.State
-
-
-def _storable(pipeline: physics.State) -> physics.State:
-    return pipeline._replace(contact=None) if pipeline.contact.dist.size == 0 else pipeline
-
-
-def _restored(sys: physics.System, pipeline: physics.State) -> physics.State:
-    return pipeline._replace(contact=empty_contact(sys)) if pipeline.contact is None else pipeline
 
 
 def load_asset(name: str) -> str:
@@ -120,11 +107,11 @@ class LocomotionEnv(Environment[LocomotionState], abc.ABC):
             truncated=jnp.zeros((), bool),
             info={"metrics": jax.tree.map(jnp.zeros_like, metrics)},
         )
-        return LocomotionState(_storable(pipeline)), timestep
+        return LocomotionState(pipeline), timestep
 
     def step(self, state: LocomotionState, action: jax.Array) -> tuple[LocomotionState, TimeStep]:
         action = self.clip_action(action)
-        before = _restored(self.sys, state.pipeline)
+        before = state.pipeline
         after = physics.step(self.sys, before, action, self.frame_skip)
         reward, terminated, metrics = self._reward(before, after, action)
         observation = self._observation(after, action)
@@ -136,7 +123,7 @@ class LocomotionEnv(Environment[LocomotionState], abc.ABC):
             truncated=jnp.zeros((), bool),
             info={"metrics": jax.tree.map(lambda m: jnp.where(ok, m, 0.0), metrics)},
         )
-        return LocomotionState(_storable(after)), timestep
+        return LocomotionState(after), timestep
 
     def clip_action(self, action: jax.Array) -> jax.Array:
         """The control applied for `action`: non-finite entries fixed, clipped to the range."""
