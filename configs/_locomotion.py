@@ -46,10 +46,14 @@ def locomotion_config(
     num_epochs: int = 4,
     hidden_sizes: tuple[int, ...] = (256, 256),
     iterations_per_chunk: int = 8,
+    max_steps: int | None = None,
 ) -> TrainConfig:
-    """A V-trace preset for the locomotion env registered as `env`."""
+    """A V-trace preset for the locomotion env registered as `env` (`max_steps`: episode
+    limit, default the env's own 1000)."""
     return TrainConfig(
-        env=EnvConfig(name=env, num_envs=num_envs, normalize_observation=True),
+        env=EnvConfig(
+            name=env, num_envs=num_envs, normalize_observation=True, max_steps=max_steps
+        ),
         agent=AgentConfig(
             hidden_sizes=hidden_sizes,
             activation="silu",
