@@ -49,11 +49,14 @@ def train(
     resume: bool = False,
     max_chunks: int | None = None,
     progress: Progress | None = None,
+    max_seconds: float | None = None,
 ) -> TrainResult:
     """Train `config` in `run_dir` (created if needed), or continue it with `resume`.
 
-    `max_chunks` stops this call after that many chunks (the run can be resumed later).
+    `max_chunks` stops this call after that many chunks, `max_seconds` after the first chunk
+    that ends that many seconds after the call (compile included); the run can be resumed later.
     """
+    called = time.perf_counter()
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     progress = progress or Progress()
@@ -109,10 +112,13 @@ def train(
             )
             logger.scalars(env_steps, values)
             recent_return = values.get("charts/episodic_return", recent_return)
-            is_last = chunk == last_chunk - 1
+            out_of_time = max_seconds is not None and time.perf_counter() - called >= max_seconds
+            is_last = chunk == last_chunk - 1 or out_of_time
             if is_last or (chunk + 1) % config.checkpoint_every_chunks == 0:
                 checkpointer.save(int(state.iteration), state)
             progress.line(_progress_text(env_steps, config, values, recent_return), force=is_last)
+            if out_of_time:
+                break
     finally:
         logger.close()
         checkpointer.close()

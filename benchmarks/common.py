@@ -145,8 +145,11 @@ def render_markdown(name: str, payload: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def write_result(name: str, payload: dict[str, Any]) -> tuple[Path, Path]:
-    """Write `results/<name>.json` and `results/<name>.md`; adds `meta` if missing.
+def write_result(
+    name: str, payload: dict[str, Any], results_dir: Path = RESULTS_DIR
+) -> tuple[Path, Path]:
+    """Write `<results_dir>/<name>.json` and `.md` (default benchmarks/results/); adds `meta`
+    if missing.
 
     Results measured on an accelerator get the platform as a suffix (`physics_gpu.json`), so
     a GPU run (benchmarks/gpu.sh) never overwrites the CPU figures of the same benchmark.
@@ -157,8 +160,9 @@ def write_result(name: str, payload: dict[str, Any]) -> tuple[Path, Path]:
     platform_name = payload["meta"].get("device_platform", "cpu")
     if platform_name != "cpu" and not name.endswith(f"_{platform_name}"):
         name = f"{name}_{platform_name}"
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = RESULTS_DIR / f"{name}.json", RESULTS_DIR / f"{name}.md"
+    results_dir = Path(results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = results_dir / f"{name}.json", results_dir / f"{name}.md"
     json_path.write_text(json.dumps(payload, indent=2, default=_json_default) + "\n")
     md_path.write_text(render_markdown(name, payload))
     return json_path, md_path

@@ -35,7 +35,7 @@ from common import load_average, machine_info, print_table, read_scalars, timer,
 
 import accelrl.train as train_module
 from accelrl.config import TrainConfig, apply_overrides
-from accelrl.envs import make_training_env
+from accelrl.envs import Box, make_training_env
 from accelrl.fused import FusedTrainer, make_fused_trainer
 from agents import Trajectory
 from configs import load_preset
@@ -62,12 +62,15 @@ REFERENCE_PUREJAXRL_PPO = {
 # Configs
 
 
+def divisor_at_most(n: int, k: int) -> int:
+    """The largest divisor of `n` not above `k`: minibatches that split `n` envs evenly."""
+    return max(d for d in range(1, min(n, k) + 1) if n % d == 0)
+
+
 def batch_config(num_envs: int, quick: bool) -> TrainConfig:
     """The preset at `num_envs` envs; minibatches and chunk length adjusted to fit."""
     base = load_preset(PRESET)
-    minibatches = min(base.agent.num_minibatches, num_envs)
-    while num_envs % minibatches:
-        minibatches -= 1
+    minibatches = divisor_at_most(num_envs, base.agent.num_minibatches)
     # Keep the preset's chunk (8 iterations) at 4 envs; one iteration per call is already
     # >= 8k env steps from 64 envs up, so per-call host overhead stays negligible.
     iterations = max(1, (base.iterations_per_chunk * base.env.num_envs) // num_envs)
@@ -83,7 +86,8 @@ def batch_config(num_envs: int, quick: bool) -> TrainConfig:
 
 
 # ----------------------------------------------------------------------------------------------
-# Env-only rollout: the same env stack, random actions, the same number of steps per call
+# Env-only rollout: the same env stack, random actions (uniform in a Box), the same number of
+# steps per call
 
 
 def make_env_only(config: TrainConfig) -> tuple[Callable, Any, int]:
@@ -96,14 +100,20 @@ def make_env_only(config: TrainConfig) -> tuple[Callable, Any, int]:
         action_repeat=e.action_repeat,
         normalize_observation=e.normalize_observation,
     )
-    num_actions = env.action_space.num_values
+    space = env.action_space
     length = config.agent.unroll_length * config.iterations_per_chunk
+
+    def random_action(key: jax.Array) -> jax.Array:
+        if isinstance(space, Box):
+            shape = (e.num_envs, *space.shape)
+            return jax.random.uniform(key, shape, minval=space.low, maxval=space.high)
+        return jax.random.randint(key, (e.num_envs,), 0, space.num_values)
 
     def rollout(carry: tuple) -> tuple:
         def step(carry: tuple, _: None) -> tuple[tuple, None]:
             env_state, timestep, key, reward_sum = carry
             key, action_key = jax.random.split(key)
-            action = jax.random.randint(action_key, (e.num_envs,), 0, num_actions)
+            action = random_action(action_key)
             env_state, timestep = env.step(env_state, action)
             return (env_state, timestep, key, reward_sum + timestep.reward.sum()), None
 
@@ -239,8 +249,11 @@ def compile_breakdown(trainer: FusedTrainer, state: Any) -> dict[str, dict[str, 
 # One batch size
 
 
-def bench_batch(num_envs: int, args: argparse.Namespace) -> dict[str, Any]:
-    config = batch_config(num_envs, args.quick)
+def bench_config(
+    config: TrainConfig, repeats: int, min_seconds: float
+) -> tuple[dict[str, Any], FusedTrainer]:
+    """Compile times and steady-state SPS of `config`'s fused chunk and of the env-only rollout
+    (interleaved blocks); also returns the trainer."""
     with timer() as build:
         trainer = make_fused_trainer(config)
         state = jax.block_until_ready(trainer.init(jax.random.PRNGKey(0)))
@@ -260,11 +273,11 @@ def bench_batch(num_envs: int, args: argparse.Namespace) -> dict[str, Any]:
         env_fn,
         env_carry,
         env_steps,
-        repeats=args.repeats,
-        min_seconds=args.min_seconds,
+        repeats=repeats,
+        min_seconds=min_seconds,
     )
     result = {
-        "num_envs": num_envs,
+        "num_envs": config.env.num_envs,
         "num_minibatches": config.agent.num_minibatches,
         "unroll_length": config.agent.unroll_length,
         "iterations_per_chunk": config.iterations_per_chunk,
@@ -281,6 +294,13 @@ def bench_batch(num_envs: int, args: argparse.Namespace) -> dict[str, Any]:
         ),
         "load_average": load_average(),
     }
+    return result, trainer
+
+
+def bench_batch(num_envs: int, args: argparse.Namespace) -> dict[str, Any]:
+    result, trainer = bench_config(
+        batch_config(num_envs, args.quick), args.repeats, args.min_seconds
+    )
     if args.breakdown and num_envs in (args.batches[0], args.batches[-1]):
         # Fresh state (the timed calls donated the old one's buffers).
         fresh = trainer.init(jax.random.PRNGKey(0))
