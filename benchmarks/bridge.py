@@ -279,7 +279,6 @@ def main() -> None:
         print(json.dumps(role_echo_client(args.port, args.env, args.num_envs, args.seconds)))
         return
 
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
     seconds = 3.0 if args.quick else args.seconds
     trivial_points = [(1, 1), (1, 32), (2, 32)] if args.quick else [
         (1, 1), (1, 8), (1, 32), (2, 8), (2, 32), (4, 32)]

@@ -21,7 +21,8 @@ cd "$(dirname "$0")/.."
 PURE_WHEELS="rlax==0.1.9 distrax==0.1.9 tfp-nightly==0.26.0.dev20261027 decorator==5.3.1 gast==0.7.0
   tensorboardX==2.6.5 omegaconf==2.4.0 gymnasium==1.4.0
   farama-notifications"
-BINARY_WHEELS="mujoco==4.0.0 mujoco-core==4.0.0 mujoco-studio==4.0.0 dm-tree==0.1.10 glfw==2.11.0 pyopengl==3.1.10"
+BINARY_WHEELS="mujoco==4.0.0 mujoco-core==4.0.0 mujoco-studio==4.0.0 dm-tree==0.1.10 glfw==2.11.0 pyopengl==3.1.10
+  ale-py==0.12.1 grpcio==1.85.3 protobuf==7.36.2"
 
 if [[ "${1:-}" == "--prepare" ]]; then
   mkdir -p .whl
@@ -80,6 +81,8 @@ step fused_loop "$BENCH_SECONDS" "$PY" benchmarks/fused_loop.py --batches $FUSED
 step train_curves $((TRAIN_MINUTES * 60 + 90)) "$PY" benchmarks/train_curves.py --envs ant \
   --minutes "$TRAIN_MINUTES"
 step ant_training "$BENCH_SECONDS" "$PY" benchmarks/ant_training.py --batches $ANT_BATCHES
+# the bridge with inference on the accelerator: Pong acting through it against Pong alone
+step bridge "$BENCH_SECONDS" "$PY" benchmarks/bridge.py --quick
 
 if [[ -n "${OUT:-}" ]]; then
   tar -czf "$OUT/gpu_results.tar.gz" "$LOGS" $(ls benchmarks/results/*_"$PLATFORM".* 2>/dev/null)
