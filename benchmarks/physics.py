@@ -180,7 +180,11 @@ def main(argv: list[str] | None = None) -> int:
             "peers_skipped": skipped_peers,
             "load_average_start": meta.get("load_average"),
             "load_average_end": load_average(),
-            "notes": [f"{k}: {v}" for k, v in skipped_peers.items()],
+            "notes": [
+                "XLA:CPU runs with its concurrency-optimized scheduler off (physics/xla_cpu.py); "
+                "with it, batches >= 512 deadlocked (jax 0.10.2)",
+                *(f"{k}: {v}" for k, v in skipped_peers.items()),
+            ],
         },
     )
     png = plot(results, ref["steps_per_s"], RESULTS_DIR / f"{name}.png")

@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 MINIMP = 0.0001  # mjMINIMP: impedance is clamped to [MINIMP, MAXIMP]
 MAXIMP = 0.9999  # mjMAXIMP
@@ -231,6 +232,25 @@ def _line_search_newton(
     return jnp.clip(a, lo, hi)
 
 
+UnitRows = tuple[np.ndarray, np.ndarray]  # (dof [nu], sign [nu]): rows sign * e_dof
+
+
+def unit_matrix(unit_rows: UnitRows | None, nv: int) -> np.ndarray:
+    """[nu, nv] the Jacobian of unit rows as a constant (empty for None)."""
+    if unit_rows is None:
+        return np.zeros((0, nv), np.float32)
+    dof, sign = unit_rows
+    e = np.zeros((len(dof), nv), np.float32)
+    e[np.arange(len(dof)), dof] = sign
+    return e
+
+
+def row_values(J: jax.Array, unit_rows: UnitRows | None, x: jax.Array) -> jax.Array:
+    """[nu + nc] J_full x: the unit rows (first), then the dense rows ``J`` [nc, nv]."""
+    e = unit_matrix(unit_rows, x.shape[-1])
+    return jnp.concatenate([jnp.asarray(e, x.dtype) @ x, J @ x])
+
+
 def solve(
     M: jax.Array,
     qacc_smooth: jax.Array,
@@ -241,6 +261,7 @@ def solve(
     qacc_init: jax.Array | None = None,
     iterations: int = NEWTON_ITERATIONS,
     line_search: str = "exact",
+    unit_rows: UnitRows | None = None,
 ) -> SolverResult:
     """Constrained acceleration and forces of inequality rows (fixed-count Newton).
 
@@ -249,24 +270,38 @@ def solve(
     ``qacc_init`` warm-starts (MuJoCo uses the previous step's qacc); default qacc_smooth.
     ``line_search``: "exact" (closed form, O(nc^2) per step) or "newton" (safeguarded 1-D
     Newton, O(nc) per step, exact once it lands on the root's linear piece).
+    ``unit_rows`` (static numpy (dof, sign), e.g. joint limits) are rows sign * e_dof placed
+    before those of ``J``: aref, R, mask and efc_force then cover them first; their products
+    are a constant matrix product (shared by all worlds) and a diagonal term of H.
 
     Each Newton step costs one J x, one J^T f, one J^T D J and a Cholesky of H: J qacc - aref
     and M (qacc - qacc_smooth) are carried and updated along the step, not recomputed.
     """
     search = {"exact": _line_search, "newton": _line_search_newton}[line_search]
+    e = jnp.asarray(unit_matrix(unit_rows, M.shape[-1]), M.dtype)
+    nu = e.shape[0]
     D = jnp.where(mask, 1.0 / R, 0.0)
     x0 = qacc_smooth if qacc_init is None else qacc_init
 
+    def rows_t(f: jax.Array) -> jax.Array:  # J_full^T f
+        return f[:nu] @ e + J.T @ f[nu:]
+
     def newton(_: int, carry: tuple) -> tuple:
         qacc, jar, resid = carry
-        grad = resid + J.T @ (D * jnp.minimum(jar, 0.0))
-        H = M + (J.T * jnp.where(jar < 0.0, D, 0.0)) @ J
+        grad = resid + rows_t(D * jnp.minimum(jar, 0.0))
+        act = jnp.where(jar < 0.0, D, 0.0)
+        # J^T diag(act) J as a broadcast product and sum: XLA:CPU fuses it across worlds
+        H = (
+            M
+            + jnp.diag(act[:nu] @ (e * e))
+            + jnp.sum(J[:, :, None] * (act[nu:, None, None] * J[:, None, :]), axis=0)
+        )
         step = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), grad)
-        jd, m_step = J @ step, M @ step
+        jd, m_step = jnp.concatenate([e @ step, J @ step]), M @ step
         alpha = search(jar, jd, D, step @ resid, step @ m_step)
         return qacc + alpha * step, jar + alpha * jd, resid + alpha * m_step
 
-    init = (x0, J @ x0 - aref, M @ (x0 - qacc_smooth))
+    init = (x0, row_values(J, unit_rows, x0) - aref, M @ (x0 - qacc_smooth))
     qacc, jar, _ = jax.lax.fori_loop(0, iterations, newton, init)
     force = -D * jnp.minimum(jar, 0.0)
-    return SolverResult(qacc, J.T @ force, force)
+    return SolverResult(qacc, rows_t(force), force)

@@ -15,6 +15,8 @@ Per substep (traced, branchless): every candidate pair is collided (one vmapped 
 type); a slot is active when ``dist < margin``; contact parameters are mixed as MuJoCo's
 ``mj_collideGeoms``/``mj_contactParam`` (summed margins and gaps, max friction, solref/solimp
 mixed by solmix, priority wins);
+only the ``System.max_contacts`` deepest slots (a branchless top-k; all active ones unless more
+than that many are active) get solver rows, joint limits are unit rows (no dense products);
 rows are built, inactive ones masked, and :func:`physics.constraints.solve` runs a fixed number
 of Newton steps warm-started from the previous qacc (or qacc_smooth when that costs less, as
 MuJoCo chooses). ``body_invweight0``/``dof_invweight0`` (MuJoCo's diagonal approximations,
@@ -297,20 +299,21 @@ def _collide_all(sys: System, kin: kinematics.Kinematics, lay: _Layout,
 
 
 def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
-    """Constraint rows: (J, pos - margin, mask, diag, solref, solimp, contact extras)."""
+    """Constraint rows: (J, unit rows, pos - margin, mask, diag, solref, solimp, contact extras).
+
+    Joint-limit rows are unit rows (see :func:`physics.constraints.solve`), not part of J.
+    """
     kin, nv = state.kin, sys.nv
-    dtype = state.qd.dtype
     Js, poss, masks, diags, refs, imps = [], [], [], [], [], []
     contact = None
+    unit_rows = None
     if lay.nlim:
         lo, hi = sys.jnt_range[lay.lim_jnt, 0], sys.jnt_range[lay.lim_jnt, 1]
         q = state.q[lay.lim_qadr]
-        e = np.zeros((lay.nlim, nv), np.float32)
-        e[np.arange(lay.nlim), lay.lim_dadr] = 1.0
         margin = sys.jnt_margin[lay.lim_jnt]
         pos = jnp.concatenate([q - lo, hi - q])
         margin2 = jnp.concatenate([margin, margin])
-        Js.append(jnp.asarray(np.concatenate([e, -e]), dtype))
+        unit_rows = (np.tile(lay.lim_dadr, 2), np.repeat([1.0, -1.0], lay.nlim))
         poss.append(pos - margin2)
         masks.append(pos < margin2)
         diags.append(jnp.tile(sys.dof_invweight0[lay.lim_dadr], 2))
@@ -320,38 +323,53 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         mu, margin, gap, solref, solimp = _pair_params(sys, lay)
         c = _collide_all(sys, kin, lay, margin)
         sp = lay.slot_pair
-        mu, margin, gap = mu[sp], margin[sp], gap[sp]
+        mu, margin, gap, solref, solimp = mu[sp], margin[sp], gap[sp], solref[sp], solimp[sp]
         active = c.dist < margin
         cpos = jnp.where(active[:, None], c.pos, kin.geom_xpos[lay.slot_g2])
+        sel = _solved_slots(c.dist - margin, sys.max_contacts)
         jac = kinematics.point_jacobian(sys, kin, cpos, lay.slot_b2)[:, 3:]
         if np.any(lay.slot_b1 != 0):
             jac = jac - kinematics.point_jacobian(sys, kin, cpos, lay.slot_b1)[:, 3:]
-        J = jax.vmap(con.pyramid_jacobian)(jac, c.frame, mu)  # [ncon, 4, nv]
+        jac, frame, mu_s, c1 = jac[sel], c.frame[sel], mu[sel], jnp.asarray(lay.slot_condim1)[sel]
+        J = jax.vmap(con.pyramid_jacobian)(jac, frame, mu_s)  # [nsel, 4, nv]
         tran = sys.body_invweight0[lay.slot_b1, 0] + sys.body_invweight0[lay.slot_b2, 0]
-        diag = jax.vmap(con.pyramid_diag_approx, (0, 0, None))(tran, mu, sys.impratio)
-        rows_ok = np.ones((lay.ncon, 4), bool)
+        tran = tran[sel]
+        diag = jax.vmap(con.pyramid_diag_approx, (0, 0, None))(tran, mu_s, sys.impratio)
+        rows_ok = jnp.ones((len(sel), 4), bool)
         if np.any(lay.slot_condim1):
-            c1 = lay.slot_condim1
-            jn = jnp.einsum("ci,cin->cn", c.frame[:, 0], jac)
+            jn = jnp.einsum("ci,cin->cn", frame[:, 0], jac)
             J = jnp.where(c1[:, None, None], jn[:, None, :], J)
             diag = jnp.where(c1[:, None], tran[:, None], diag)
-            rows_ok[c1, 1:] = False
-        pos = jnp.where(active, c.dist - (margin - gap), 0.0)
+            rows_ok = rows_ok & ~(c1[:, None] & (jnp.arange(4) > 0))
+        pos = jnp.where(active, c.dist - (margin - gap), 0.0)[sel]
         Js.append(J.reshape(-1, nv))
         poss.append(jnp.repeat(pos, 4))
-        masks.append((active[:, None] & rows_ok).reshape(-1))
+        masks.append((active[sel][:, None] & rows_ok).reshape(-1))
         diags.append(diag.reshape(-1))
-        refs.append(jnp.repeat(solref[sp], 4, axis=0))
-        imps.append(jnp.repeat(solimp[sp], 4, axis=0))
-        contact = (c._replace(pos=cpos), mu, active)
+        refs.append(jnp.repeat(solref[sel], 4, axis=0))
+        imps.append(jnp.repeat(solimp[sel], 4, axis=0))
+        contact = (c._replace(pos=cpos), mu, active, sel)
     cat = jnp.concatenate
-    return cat(Js), cat(poss), cat(masks), cat(diags), cat(refs), cat(imps), contact
+    J = cat(Js) if Js else jnp.zeros((0, nv), state.qd.dtype)
+    return J, unit_rows, cat(poss), cat(masks), cat(diags), cat(refs), cat(imps), contact
 
 
-def _cost(M: jax.Array, qacc_smooth: jax.Array, J: jax.Array, aref: jax.Array, D: jax.Array,
-          qacc: jax.Array) -> jax.Array:
+def _solved_slots(gap_to_margin: jax.Array, max_contacts: int) -> jax.Array | np.ndarray:
+    """Slots whose rows enter the solver: all, or the ``max_contacts`` deepest (branchless).
+
+    A slot is active when ``dist - margin < 0``; taking the smallest values keeps every active
+    slot as long as at most ``max_contacts`` are active, and the deepest ones otherwise.
+    """
+    ncon = gap_to_margin.shape[0]
+    if max_contacts >= ncon:
+        return np.arange(ncon)
+    return jax.lax.top_k(-gap_to_margin, max_contacts)[1]
+
+
+def _cost(M: jax.Array, qacc_smooth: jax.Array, J: jax.Array, unit_rows: con.UnitRows | None,
+          aref: jax.Array, D: jax.Array, qacc: jax.Array) -> jax.Array:
     dq = qacc - qacc_smooth
-    jar = jnp.minimum(J @ qacc - aref, 0.0)
+    jar = jnp.minimum(con.row_values(J, unit_rows, qacc) - aref, 0.0)
     return 0.5 * dq @ M @ dq + 0.5 * jnp.sum(D * jar * jar)
 
 
@@ -367,23 +385,25 @@ def solve_constraints(
     if lay.nlim == 0 and lay.ncon == 0:
         return ConstraintResult(jnp.zeros_like(qfrc_smooth), qacc_smooth, empty,
                                 jnp.zeros((nb, 6), dtype))
-    J, pos, mask, diag, solref, solimp, contact = _rows(sys, state, lay)
-    aref, R = con.soft_rows(pos, J @ state.qd, diag, solref, solimp, sys.timestep)
+    J, unit, pos, mask, diag, solref, solimp, contact = _rows(sys, state, lay)
+    vel = con.row_values(J, unit, state.qd)
+    aref, R = con.soft_rows(pos, vel, diag, solref, solimp, sys.timestep)
     D = jnp.where(mask, 1.0 / R, 0.0)
     warm = state.qacc
-    use_warm = _cost(mass, qacc_smooth, J, aref, D, warm) < _cost(
-        mass, qacc_smooth, J, aref, D, qacc_smooth)
+    use_warm = _cost(mass, qacc_smooth, J, unit, aref, D, warm) < _cost(
+        mass, qacc_smooth, J, unit, aref, D, qacc_smooth)
     x0 = jnp.where(use_warm, warm, qacc_smooth)
     res = con.solve(mass, qacc_smooth, J, aref, R, mask, qacc_init=x0,
-                    iterations=SOLVER_ITERATIONS, line_search=LINE_SEARCH)
+                    iterations=SOLVER_ITERATIONS, line_search=LINE_SEARCH, unit_rows=unit)
     if contact is None:
         return ConstraintResult(res.qfrc_constraint, res.qacc, empty, jnp.zeros((nb, 6), dtype))
-    c, mu, active = contact
-    f = res.efc_force[2 * lay.nlim:].reshape(lay.ncon, 4)
-    local = jax.vmap(con.pyramid_force)(f, mu)
+    c, mu, active, sel = contact
+    f = res.efc_force[2 * lay.nlim:].reshape(len(sel), 4)
+    local = jax.vmap(con.pyramid_force)(f, mu[sel])
     if np.any(lay.slot_condim1):  # frictionless: the normal row alone
-        local = jnp.where(lay.slot_condim1[:, None], f[:, :3] * jnp.array([1.0, 0.0, 0.0]),
-                          local)
+        local = jnp.where(jnp.asarray(lay.slot_condim1)[sel][:, None],
+                          f[:, :3] * jnp.array([1.0, 0.0, 0.0]), local)
+    local = jnp.zeros((lay.ncon, 3), local.dtype).at[sel].set(local)
     local = jnp.where(active[:, None], local, 0.0)
     cstate = ContactState(c.dist, c.pos, c.frame, local)
     return ConstraintResult(res.qfrc_constraint, res.qacc, cstate,

@@ -25,7 +25,7 @@ def mass_matrix(sys: System, kin: Kinematics) -> jax.Array:
     topo = sys.topology
     ic = math.static_matmul(topo.body_ancestor, kin.cinert)  # subtree sums
     f = math.mat_vec(ic[topo.dof_body], kin.cdof)  # Ic cdof per dof
-    upper = math.mat_mul(kin.cdof, f.T) * jnp.asarray(topo.dof_ancestor)
+    upper = (kin.cdof @ f.T) * jnp.asarray(topo.dof_ancestor)  # one [nv, 6] x [6, nv] dot
     m = upper + upper.T - jnp.diag(jnp.diag(upper))
     return m + jnp.diag(sys.dof_armature)
 

@@ -164,6 +164,30 @@ def test_solver_gradients_finite():
     assert all(np.all(np.isfinite(x)) for x in g)
 
 
+def test_unit_rows_match_dense_rows():
+    """Joint-limit rows given as unit rows (dof, sign) give the dense-row solution."""
+    m = mujoco.MjModel.from_xml_string(MODEL.format(friction=1.0, mass=1.0, impratio=1.0))
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = STATES["sliding"][:2]
+    mujoco.mj_forward(m, d)
+    dense, J, aref, R, mask, _ = _ours(m, d)
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    unit = (np.array([3, 3]), np.array([-1.0, 1.0]))  # J[:2] = -e3, +e3
+    np.testing.assert_array_equal(con.unit_matrix(unit, m.nv), J[:2])
+    res = con.solve(
+        jnp.asarray(M, jnp.float32),
+        jnp.asarray(d.qacc_smooth, jnp.float32),
+        J[2:],
+        aref,
+        R,
+        mask,
+        unit_rows=unit,
+    )
+    for a, b in zip(res, dense, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
 SCENE = """
 <mujoco><option timestep="0.005"/><worldbody><geom type="plane" size="5 5 .1"/>
   <body pos="0 0 0.3" euler="10 20 30"><freejoint/>

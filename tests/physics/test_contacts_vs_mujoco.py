@@ -4,6 +4,7 @@ MuJoCo runs with the Euler integrator, the pyramidal cone and its Newton solver 
 (tolerance 1e-10), float64; the engine is float32 with a fixed number of Newton steps.
 """
 
+import dataclasses
 import os
 
 import jax
@@ -193,6 +194,40 @@ def test_contact_slots_layout():
     assert state.contact.force.shape == (ncon, 3)
     assert state.cfrc_ext.shape == (sys.nbody, 6)
     assert contact.check_supported(sys) == []
+
+
+def _tilted_ant(sys, tilt, z):
+    q = np.asarray(sys.qpos0).copy()
+    q[2], q[3:7] = z, [np.cos(tilt / 2), np.sin(tilt / 2), 0.0, 0.0]
+    return physics.init(sys, q)
+
+
+def test_contact_cap_keeps_all_active_slots():
+    """7 slots within margin (legs on one side touching): capped at the default
+    max_contacts, the step equals the uncapped one (all 25 slots solved)."""
+    sys = physics.load_mjcf(gym_asset("ant"))
+    state = _tilted_ant(sys, 0.4, 0.2)
+    ctrl = jnp.zeros(sys.nu)
+    capped = step(sys, state, ctrl)
+    full = step(dataclasses.replace(sys, max_contacts=len(physics.contact_geoms(sys))), state, ctrl)
+    n_active = int(np.sum(np.asarray(capped.contact.dist) < 0.02))  # ant's summed margins
+    assert 1 < n_active <= sys.max_contacts
+    pairs = ((capped.q, full.q), (capped.qd, full.qd), (capped.contact.force, full.contact.force))
+    for a, b in pairs:
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)
+
+
+def test_contact_cap_solves_the_deepest_slots():
+    """All 12 leg capsules within margin (25 active slots): only the max_contacts deepest carry
+    force, and the step stays finite."""
+    sys = physics.load_mjcf(gym_asset("ant"))
+    state = step(sys, _tilted_ant(sys, 0.2, 0.09), jnp.zeros(sys.nu))
+    dist = np.asarray(state.contact.dist)
+    assert np.sum(dist < 0.02) > sys.max_contacts
+    deepest = set(np.argsort(dist)[: sys.max_contacts])
+    loaded = set(np.nonzero(np.any(np.asarray(state.contact.force) != 0, axis=-1))[0])
+    assert loaded and loaded <= deepest
+    assert np.all(np.isfinite(np.asarray(state.qd)))
 
 
 def test_unsupported_collision_pair_warns_and_is_skipped():
