@@ -15,8 +15,8 @@ Per substep (traced, branchless): every candidate pair is collided (one vmapped 
 type); a slot is active when ``dist < margin``; contact parameters are mixed as MuJoCo's
 ``mj_collideGeoms``/``mj_contactParam`` (summed margins and gaps, max friction, solref/solimp
 mixed by solmix, priority wins);
-only the ``System.max_contacts`` deepest slots (a branchless top-k; all active ones unless more
-than that many are active) get solver rows, joint limits are unit rows (no dense products);
+with ``System.max_contacts`` set, only that many deepest slots (a branchless top-k; all active
+ones unless more are active) get solver rows, joint limits are unit rows (no dense products);
 rows are built, inactive ones masked, and :func:`physics.constraints.solve` runs a fixed number
 of Newton steps warm-started from the previous qacc (or qacc_smooth when that costs less, as
 MuJoCo chooses). ``body_invweight0``/``dof_invweight0`` (MuJoCo's diagonal approximations,
@@ -354,14 +354,14 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
     return J, unit_rows, cat(poss), cat(masks), cat(diags), cat(refs), cat(imps), contact
 
 
-def _solved_slots(gap_to_margin: jax.Array, max_contacts: int) -> jax.Array | np.ndarray:
-    """Slots whose rows enter the solver: all, or the ``max_contacts`` deepest (branchless).
+def _solved_slots(gap_to_margin: jax.Array, max_contacts: int | None) -> jax.Array | np.ndarray:
+    """Slots whose rows enter the solver: all (None), or the ``max_contacts`` deepest.
 
     A slot is active when ``dist - margin < 0``; taking the smallest values keeps every active
     slot as long as at most ``max_contacts`` are active, and the deepest ones otherwise.
     """
     ncon = gap_to_margin.shape[0]
-    if max_contacts >= ncon:
+    if max_contacts is None or max_contacts >= ncon:
         return np.arange(ncon)
     return jax.lax.top_k(-gap_to_margin, max_contacts)[1]
 

@@ -715,9 +715,15 @@ def _parse(source: str | os.PathLike) -> tuple[ET.Element, str]:
         raise MJCFError(f"{name}: invalid XML: {e}") from e
 
 
-def load_mjcf(source: str | os.PathLike) -> S.System:
-    """Builds a System from an MJCF file path or XML string (numpy, once per model)."""
+def load_mjcf(source: str | os.PathLike, *, max_contacts: int | None = None) -> S.System:
+    """Builds a System from an MJCF file path or XML string (numpy, once per model).
+
+    ``max_contacts``: solve only that many deepest contacts per substep (faster; the same as
+    solving all while no more are active); None solves every active contact, as MuJoCo does.
+    """
+    if max_contacts is not None and (isinstance(max_contacts, bool) or max_contacts < 1):
+        raise ValueError(f"max_contacts must be a positive int or None, got {max_contacts!r}")
     root, name = _parse(source)
     if root.tag != "mujoco":
         raise MJCFError(f"{name}: root element must be <mujoco>, got <{root.tag}>")
-    return _Loader(root, name).build()
+    return dataclasses.replace(_Loader(root, name).build(), max_contacts=max_contacts)

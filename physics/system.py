@@ -18,7 +18,6 @@ import numpy as np
 JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = 0, 1, 2, 3
 JNT_NQ = {JNT_FREE: 7, JNT_BALL: 4, JNT_SLIDE: 1, JNT_HINGE: 1}
 JNT_NV = {JNT_FREE: 6, JNT_BALL: 3, JNT_SLIDE: 1, JNT_HINGE: 1}
-MAX_CONTACTS = 8  # default System.max_contacts
 GEOM_PLANE, GEOM_SPHERE, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_BOX = 0, 2, 3, 5, 6
 
 
@@ -208,10 +207,11 @@ class System:
     solver_iterations: int = _static(default=100)  # <option iterations>: hint for the solver
     cone: str = _static(default="pyramidal")
     impratio: float = _static(default=1.0)
-    # Contact slots solved per substep: the deepest ones among those within their margin (MuJoCo
-    # solves all active contacts). Random-control rollouts: ant <= 6 active of its 25 slots,
-    # humanoid <= 10 of 190 (over 8 in 2 of 9600 env steps).
-    max_contacts: int = _static(default=MAX_CONTACTS)
+    # Contact slots solved per substep: None solves every active one (as MuJoCo does); a number
+    # keeps only that many deepest (faster; exact while no more are active). Random-control
+    # rollouts: ant <= 6 active of its 25 slots, humanoid <= 10 of 190 (over 8 in 2 of 9600
+    # env steps). Set with load_mjcf(..., max_contacts=K).
+    max_contacts: int | None = _static(default=None)
 
     @property
     def nbody(self) -> int:
