@@ -297,7 +297,7 @@ def solve(
             + jnp.sum(J[:, :, None] * (act[nu:, None, None] * J[:, None, :]), axis=0)
         )
         step = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), grad)
-        jd, m_step = jnp.concatenate([e @ step, J @ step]), M @ step
+        jd, m_step = row_values(J, unit_rows, step), M @ step
         alpha = search(jar, jd, D, step @ resid, step @ m_step)
         return qacc + alpha * step, jar + alpha * jd, resid + alpha * m_step
 

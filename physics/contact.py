@@ -348,7 +348,7 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         diags.append(diag.reshape(-1))
         refs.append(jnp.repeat(solref[sel], 4, axis=0))
         imps.append(jnp.repeat(solimp[sel], 4, axis=0))
-        contact = (c._replace(pos=cpos), mu, active, sel)
+        contact = (c._replace(pos=cpos), mu_s, c1, active, sel)
     cat = jnp.concatenate
     J = cat(Js) if Js else jnp.zeros((0, nv), state.qd.dtype)
     return J, unit_rows, cat(poss), cat(masks), cat(diags), cat(refs), cat(imps), contact
@@ -397,12 +397,11 @@ def solve_constraints(
                     iterations=SOLVER_ITERATIONS, line_search=LINE_SEARCH, unit_rows=unit)
     if contact is None:
         return ConstraintResult(res.qfrc_constraint, res.qacc, empty, jnp.zeros((nb, 6), dtype))
-    c, mu, active, sel = contact
+    c, mu_s, c1, active, sel = contact  # mu_s, c1: of the solved slots `sel`
     f = res.efc_force[2 * lay.nlim:].reshape(len(sel), 4)
-    local = jax.vmap(con.pyramid_force)(f, mu[sel])
+    local = jax.vmap(con.pyramid_force)(f, mu_s)
     if np.any(lay.slot_condim1):  # frictionless: the normal row alone
-        local = jnp.where(jnp.asarray(lay.slot_condim1)[sel][:, None],
-                          f[:, :3] * jnp.array([1.0, 0.0, 0.0]), local)
+        local = jnp.where(c1[:, None], f[:, :3] * jnp.array([1.0, 0.0, 0.0]), local)
     local = jnp.zeros((lay.ncon, 3), local.dtype).at[sel].set(local)
     local = jnp.where(active[:, None], local, 0.0)
     cstate = ContactState(c.dist, c.pos, c.frame, local)

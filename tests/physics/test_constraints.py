@@ -148,14 +148,19 @@ def test_solver_matches_mujoco(name):
         assert f[0] >= 0 and np.hypot(f[1], f[2]) <= mu * f[0] * (1 + 1e-5)
 
 
-def test_solver_gradients_finite():
+def _sliding():
+    """MuJoCo model and data of the sliding state, our rows of it, and the mass matrix."""
     m = mujoco.MjModel.from_xml_string(MODEL.format(friction=1.0, mass=1.0, impratio=1.0))
     d = mujoco.MjData(m)
     d.qpos[:], d.qvel[:] = STATES["sliding"][:2]
     mujoco.mj_forward(m, d)
-    _, J, aref, R, mask, _ = _ours(m, d)
     M = np.zeros((m.nv, m.nv))
     mujoco.mj_fullM(m, d, M)
+    return m, d, _ours(m, d), M
+
+
+def test_solver_gradients_finite():
+    _, d, (_, J, aref, R, mask, _), M = _sliding()
 
     def loss(qacc_smooth, aref):
         return jnp.sum(solve(jnp.asarray(M, jnp.float32), qacc_smooth, J, aref, R, mask).qacc ** 2)
@@ -166,13 +171,7 @@ def test_solver_gradients_finite():
 
 def test_unit_rows_match_dense_rows():
     """Joint-limit rows given as unit rows (dof, sign) give the dense-row solution."""
-    m = mujoco.MjModel.from_xml_string(MODEL.format(friction=1.0, mass=1.0, impratio=1.0))
-    d = mujoco.MjData(m)
-    d.qpos[:], d.qvel[:] = STATES["sliding"][:2]
-    mujoco.mj_forward(m, d)
-    dense, J, aref, R, mask, _ = _ours(m, d)
-    M = np.zeros((m.nv, m.nv))
-    mujoco.mj_fullM(m, d, M)
+    m, d, (dense, J, aref, R, mask, _), M = _sliding()
     unit = (np.array([3, 3]), np.array([-1.0, 1.0]))  # J[:2] = -e3, +e3
     np.testing.assert_array_equal(con.unit_matrix(unit, m.nv), J[:2])
     res = con.solve(
