@@ -204,8 +204,11 @@ class TrainConfig:
     """Training budget in environment steps (counting action repeats)."""
     iterations_per_chunk: int = 8
     """Iterations (rollout + update) fused into one jitted call between host log points."""
-    checkpoint_every_chunks: int = 10
-    """Save the full train state every this many chunks (and at the end)."""
+    checkpoint_every_seconds: float = 60.0
+    """Save the full train state once this many seconds have passed since the last save (as
+    SEED RL does), and always at the end."""
+    checkpoint_every_chunks: int = 0
+    """Also save every this many chunks (0: by time only)."""
     keep_checkpoints: int = 3
     """Newest checkpoints kept on disk."""
     eval_episodes: int = 16
@@ -258,6 +261,8 @@ def validate(config: TrainConfig) -> None:
         ),
         (config.total_env_steps > 0, "total_env_steps must be positive"),
         (config.iterations_per_chunk > 0, "iterations_per_chunk must be positive"),
+        (config.checkpoint_every_seconds > 0, "checkpoint_every_seconds must be positive"),
+        (config.checkpoint_every_chunks >= 0, "checkpoint_every_chunks must be 0 (off) or more"),
         (config.agent.learning_rate > 0, "agent.learning_rate must be positive"),
         (0.0 <= config.agent.discount <= 1.0, "agent.discount must lie in [0, 1]"),
     ]

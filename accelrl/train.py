@@ -83,7 +83,9 @@ def train(
     with ThreadPoolExecutor(max_workers=1) as pool:
         compiling = pool.submit(trainer.compile_chunk, jax.eval_shape(trainer.init, key))
         state = trainer.init(key)
-        if resume:
+        if resume and checkpointer.latest_step is None:  # killed before its first save
+            progress.line(f"no checkpoint in {run_dir} yet: starting from step 0", force=True)
+        elif resume:
             state = checkpointer.restore_latest(state)
         run_chunk = compiling.result()
     compile_seconds = time.perf_counter() - started
@@ -92,13 +94,13 @@ def train(
     if max_chunks is not None:
         last_chunk = min(last_chunk, first_chunk + max_chunks)
     progress.line(f"compiled in {compile_seconds:.1f} s (set-up included)", force=True)
-    if resume:
+    if start_iteration:
         progress.line(f"resuming at env step {start_iteration * steps_per_iteration:,}", force=True)
 
     logger = RunLogger(
         run_dir, purge_step=start_iteration * steps_per_iteration if resume else None
     )
-    train_started = time.perf_counter()
+    train_started = last_save = time.perf_counter()
     recent_return = None
     try:
         for chunk in range(first_chunk, last_chunk):
@@ -114,8 +116,9 @@ def train(
             recent_return = values.get("charts/episodic_return", recent_return)
             out_of_time = max_seconds is not None and time.perf_counter() - called >= max_seconds
             is_last = chunk == last_chunk - 1 or out_of_time
-            if is_last or (chunk + 1) % config.checkpoint_every_chunks == 0:
+            if is_last or _checkpoint_due(config, chunk, time.perf_counter() - last_save):
                 checkpointer.save(int(state.iteration), state)
+                last_save = time.perf_counter()
             progress.line(_progress_text(env_steps, config, values, recent_return), force=is_last)
             if out_of_time:
                 break
@@ -127,6 +130,14 @@ def train(
     sps = (env_steps - start_iteration * steps_per_iteration) / max(train_seconds, 1e-9)
     progress.line(f"done: {env_steps:,} env steps, {sps:,.0f} SPS after compile", force=True)
     return TrainResult(state, env_steps, compile_seconds, train_seconds, recent_return)
+
+
+def _checkpoint_due(config: TrainConfig, chunk: int, since_last_save: float) -> bool:
+    """Time-based saves (at most one per `checkpoint_every_seconds`), plus every
+    `checkpoint_every_chunks` chunks when that is set."""
+    every = config.checkpoint_every_chunks
+    by_count = every > 0 and (chunk + 1) % every == 0
+    return by_count or since_last_save >= config.checkpoint_every_seconds
 
 
 def _stop_if_diverged(metrics: ChunkMetrics, run_dir: Path) -> None:

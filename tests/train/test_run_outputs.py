@@ -1,5 +1,6 @@
 """A run's outputs read back for real: orbax checkpoints, TensorBoard events, eval.json."""
 
+import io
 import json
 import struct
 import subprocess
@@ -16,6 +17,7 @@ from accelrl.config import apply_overrides
 from accelrl.envs import Discrete, Environment, TimeStep, register, registered_names
 from accelrl.envs.spaces import Box
 from accelrl.fused import make_fused_trainer
+from accelrl.logger import Progress
 from accelrl.train import TrainingDiverged, train
 from configs import load_preset
 
@@ -69,6 +71,13 @@ def test_resume_gives_identical_parameters(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
+def test_resume_before_the_first_checkpoint_starts_from_step_zero(tmp_path):
+    lines = io.StringIO()
+    result = train(small_config(), tmp_path, resume=True, max_chunks=1, progress=Progress(0, lines))
+    assert int(result.state.iteration) == 2
+    assert "no checkpoint in" in lines.getvalue()
+
+
 def test_tensorboard_scalars_are_written_against_env_steps(tmp_path):
     train(small_config(), tmp_path)
     scalars = read_scalars(tmp_path)
@@ -94,6 +103,16 @@ def test_resumed_run_continues_tensorboard_steps(tmp_path):
     train(config, tmp_path, resume=True)
     steps = sorted({step for step, _ in read_scalars(tmp_path)["charts/SPS"]})
     assert steps == [128, 256, 384, 512]
+
+
+@pytest.mark.parametrize(("seconds", "saved"), [(1e9, [8]), (1e-9, [2, 4, 6, 8])])
+def test_checkpoints_are_saved_by_time_and_at_the_end(tmp_path, seconds, saved):
+    config = small_config(
+        "checkpoint_every_chunks=0", f"checkpoint_every_seconds={seconds}", "keep_checkpoints=10"
+    )
+    train(config, tmp_path)
+    steps = sorted(int(p.name) for p in (tmp_path / "checkpoints").iterdir() if p.name.isdigit())
+    assert steps == saved
 
 
 def test_checkpoint_restores_the_saved_state(tmp_path):
