@@ -69,6 +69,9 @@ class AgentConfig:
     """Weight of the entropy bonus."""
     normalize_advantages: bool = False
     """Standardise policy-gradient advantages per minibatch (PPO practice)."""
+    ppo_clip: float = 0.0
+    """> 0: PPO's clipped surrogate on the V-trace advantages (APPO), a trust region for
+    several epochs per batch; 0: IMPALA's policy gradient."""
 
 
 @dataclass(frozen=True)
@@ -265,6 +268,7 @@ def validate(config: TrainConfig) -> None:
         (config.checkpoint_every_chunks >= 0, "checkpoint_every_chunks must be 0 (off) or more"),
         (config.agent.learning_rate > 0, "agent.learning_rate must be positive"),
         (0.0 <= config.agent.discount <= 1.0, "agent.discount must lie in [0, 1]"),
+        (0.0 <= config.agent.ppo_clip < 1.0, "agent.ppo_clip must lie in [0, 1)"),
     ]
     for ok, message in checks:
         if not ok:

@@ -110,6 +110,7 @@ def vtrace_config(config: TrainConfig) -> VTraceConfig:
         baseline_cost=a.baseline_cost,
         entropy_cost=a.entropy_cost,
         normalize_advantages=a.normalize_advantages,
+        ppo_clip=a.ppo_clip,
     )
 
 

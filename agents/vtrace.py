@@ -46,6 +46,11 @@ class VTraceConfig:
     normalize_advantages: bool = False
     """Standardise the pg advantages over the (mini)batch, as PPO implementations do; makes the
     policy step independent of the reward scale (helps continuous control)."""
+    ppo_clip: float = 0.0
+    """When > 0, the policy term is PPO's clipped surrogate on the V-trace advantages (APPO):
+    with r = pi / mu, minimise -min(r A, clip(r, 1 - ppo_clip, 1 + ppo_clip) A). A trust region
+    for several epochs on one batch, where IMPALA's term keeps pushing a policy that has already
+    moved. 0 keeps IMPALA's -min(clip_pg_rho, r) A log pi."""
 
 
 class Trajectory(NamedTuple):
@@ -148,7 +153,8 @@ def vtrace_loss(
     cfg: VTraceConfig,
     key: chex.PRNGKey,
 ) -> tuple[chex.Array, LossMetrics]:
-    """IMPALA loss: policy gradient with V-trace advantages, value regression, entropy bonus.
+    """IMPALA loss: policy gradient with V-trace advantages, value regression, entropy bonus
+    (with `cfg.ppo_clip`, PPO's clipped surrogate as the policy term).
 
     `targets` come from `vtrace_targets` on the same trajectory (possibly under earlier
     parameters); the policy gradient weighs their `q_advantages` by the clipped importance
@@ -162,12 +168,20 @@ def vtrace_loss(
     dist = agent.distribution(out.dist_params)
     log_prob = dist.log_prob(traj.action)
     chex.assert_equal_shape([log_prob, traj.behaviour_log_prob, targets.vs, targets.q_advantages])
-    rhos = jnp.exp(jax.lax.stop_gradient(log_prob) - traj.behaviour_log_prob)
+    ratio = jnp.exp(log_prob - traj.behaviour_log_prob)
+    rhos = jax.lax.stop_gradient(ratio)
     entropy = jnp.mean(dist.entropy() if isinstance(dist, Categorical) else dist.entropy(key))
-    advantages = jnp.minimum(cfg.clip_pg_rho, rhos) * targets.q_advantages
+    if cfg.ppo_clip > 0:
+        advantages = targets.q_advantages
+    else:
+        advantages = jnp.minimum(cfg.clip_pg_rho, rhos) * targets.q_advantages
     if cfg.normalize_advantages:
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-    policy_loss = -jnp.mean(log_prob * advantages)
+    if cfg.ppo_clip > 0:
+        clipped = jnp.clip(ratio, 1.0 - cfg.ppo_clip, 1.0 + cfg.ppo_clip)
+        policy_loss = -jnp.mean(jnp.minimum(ratio * advantages, clipped * advantages))
+    else:
+        policy_loss = -jnp.mean(log_prob * advantages)
     value_loss = 0.5 * jnp.mean(jnp.square(targets.vs - out.values))
     loss = policy_loss + cfg.baseline_cost * value_loss - cfg.entropy_cost * entropy
     metrics = LossMetrics(

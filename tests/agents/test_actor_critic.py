@@ -14,6 +14,7 @@ from agents import (
     DiscreteActions,
     Trajectory,
     VTraceConfig,
+    VTraceReturns,
     vtrace_loss,
     vtrace_returns,
     vtrace_targets,
@@ -194,6 +195,31 @@ def test_vtrace_loss_gradient_is_finite_and_on_policy_rhos_are_one(kind, lstm):
     assert sum(float(jnp.sum(jnp.abs(g))) for g in leaves) > 0
     np.testing.assert_allclose(metrics.mean_rho, 1.0, rtol=1e-4)
     assert np.isfinite(metrics.entropy) and metrics.value_loss >= 0
+
+
+@pytest.mark.parametrize("kind", ACTIONS)
+def test_ppo_clip_is_impalas_gradient_on_policy_and_stops_past_the_clip(kind):
+    agent, params, _ = make_agent(kind, False)
+    traj, _, _ = make_rollout(kind, False)
+    positive = jnp.ones((T, B))  # every advantage > 0: pushing pi up past 1 + clip earns nothing
+    targets = VTraceReturns(vs=jnp.zeros((T, B)), pg_advantages=positive, q_advantages=positive)
+    policy_only = dict(baseline_cost=0.0, entropy_cost=0.0)
+    grad = jax.jit(
+        jax.grad(lambda p, tr, cfg: vtrace_loss(agent, p, tr, targets, cfg, jax.random.key(3))[0]),
+        static_argnums=2,
+    )
+    flat = lambda tree: np.concatenate([np.ravel(x) for x in jax.tree.leaves(tree)])
+
+    impala = flat(grad(params, traj, VTraceConfig(**policy_only)))
+    clipped = flat(grad(params, traj, VTraceConfig(ppo_clip=0.2, **policy_only)))
+    np.testing.assert_allclose(clipped, impala, rtol=1e-4, atol=1e-6)
+    assert np.abs(impala).sum() > 0
+
+    moved = traj._replace(behaviour_log_prob=traj.behaviour_log_prob - 0.5)  # r = e^0.5 > 1.2
+    np.testing.assert_array_equal(
+        flat(grad(params, moved, VTraceConfig(ppo_clip=0.2, **policy_only))), 0.0
+    )
+    assert np.abs(flat(grad(params, moved, VTraceConfig(ppo_clip=0.7, **policy_only)))).sum() > 0
 
 
 @pytest.mark.parametrize("kind,lstm", CASES)
