@@ -9,8 +9,9 @@ Learning rate 1e-3 learned faster at first but diverged: the policy's mean ran o
 actions after ~60k steps (return -19 -> -108, the control cost of +-1 actions), with 1000-step
 episodes as with 50. With 3e-4 a 300k-step CPU run improved steadily to a training return of
 -17 and a deterministic eval of -6.4; over this preset's 2M-step schedule it reached -6 at
-~400k steps and then collapsed the same way at ~500k (benchmarks/results/train_curves.md):
-multi-epoch V-trace has no trust region, an open problem of the learner, not of this preset.
+~400k steps and then collapsed the same way at ~470k: multi-epoch V-trace had no trust region.
+With PPO's clipped surrogate (`agent.ppo_clip=0.2`, now the locomotion default) the same run
+kept improving (-4.4 at 690k steps).
 """
 
 from accelrl.config import TrainConfig
