@@ -11,7 +11,9 @@ device-dependent batch sizes, a cold process-level compile: XLA's persistent cac
 enabled here). The curve is read back from the run's TensorBoard events: per chunk, the mean
 return of the episodes that ended in it (the stochastic training policy, not an evaluation),
 at its env step and at its wall time counted from the `train()` call, compile included.
-Compile time (set-up included, as `train` reports it) is given apart.
+Compile time (set-up included, as `train` reports it) is given apart. After training, the final
+policy is evaluated deterministically (`--eval-episodes`, default 16 full episodes; the figure
+Brax's trainers report is such an evaluation), outside the run's clock.
 
 Budgets per run: `--env-steps N` sets the preset's `total_env_steps` (so its learning-rate
 schedule decays over N, like `accelrl train ant_vtrace total_env_steps=N`); `--minutes M` (or
@@ -42,6 +44,7 @@ import jax
 from common import RESULTS_DIR, load_average, machine_info, print_table, read_scalars, write_result
 
 from accelrl.config import ConfigError, TrainConfig, apply_overrides
+from accelrl.evaluate import evaluate_run
 from accelrl.train import train
 from configs import load_preset
 
@@ -132,6 +135,9 @@ def train_one(
         result = train(config, run_dir, max_seconds=budget_s)
         wall = time.perf_counter() - started
         curve = curve_from_events(run_dir, called_at)
+        report = (
+            evaluate_run(run_dir, args.eval_episodes, seed=seed) if args.eval_episodes else None
+        )
     returns = [p["return"] for p in curve]
     target = TARGETS.get((env, "cpu" if platform == "cpu" else "accelerator"))
     return {
@@ -153,6 +159,9 @@ def train_one(
         "final_return": returns[-1] if returns else None,
         "final_return_host": result.recent_return,  # the host loop's own value: a cross-check
         "best_return": max(returns) if returns else None,
+        "eval_return": report and report.mean_return,
+        "eval_return_std": report and report.std_return,
+        "eval_episodes": report and report.episodes,
         "target": target_outcome(curve, target, budget_s),
         "curve": curve,
         "load_average": load_average(),
@@ -182,6 +191,7 @@ COLUMNS = [
     "first return",
     "final return",
     "best return",
+    "eval return",
     "target",
 ]
 
@@ -202,6 +212,9 @@ def table_row(run: dict[str, Any]) -> list[Any]:
         run["first_return"],
         run["final_return"],
         run["best_return"],
+        "—"
+        if run["eval_return"] is None
+        else f"{run['eval_return']:.1f} ± {run['eval_return_std']:.1f}",
         _target_cell(run),
     ]
 
@@ -261,7 +274,9 @@ def write_all(
                     "budget: the learning-rate schedule's length (total_env_steps) and the "
                     "wall budget, compile included; a run stops after the first chunk past it. "
                     "Returns are per-chunk means of the episodes that ended in the chunk "
-                    "(stochastic training policy); first/final/best over chunks. "
+                    "(stochastic training policy); first/final/best over chunks. eval return: "
+                    "mean ± std over full episodes of the final policy, deterministic (after "
+                    "the run, outside its clock). target: judged on the training curve. "
                     "compile s: set-up and compile of the fused chunk (cold, no persistent "
                     "cache); wall s counts from the train() call to its return. train SPS: env "
                     "steps per second after compile. The curves are in the JSON and the PNG."
@@ -291,6 +306,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--set", nargs="+", default=[], metavar="KEY=VALUE", help="config overrides for every run"
     )
+    parser.add_argument(
+        "--eval-episodes",
+        type=int,
+        default=16,
+        help="deterministic episodes of the final policy after each run (0: none)",
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run: reacher, 3 chunks")
     parser.add_argument("--out-dir", type=Path, default=RESULTS_DIR)
     parser.add_argument("--keep-runs", type=Path, help="keep the run directories here")
@@ -306,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
         budgets = parse_minutes(args.minutes, args.envs, default)
     except ValueError as error:
         parser.error(str(error))
+    if args.eval_episodes < 0:
+        parser.error(f"--eval-episodes must be 0 or more, got {args.eval_episodes}")
     if args.env_steps is not None and args.env_steps <= 0:
         parser.error(f"--env-steps must be positive, got {args.env_steps}")
     try:  # bad overrides fail before anything runs

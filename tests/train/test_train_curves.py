@@ -23,6 +23,8 @@ def test_train_curves_writes_curve_json_markdown_and_png(tmp_path):
         "40960",  # ten chunks of 4,096 in the schedule ...
         "--minutes",
         "0.0001",  # ... but the wall budget is spent during compile: one chunk runs
+        "--eval-episodes",
+        "2",
         "--out-dir",
         str(tmp_path),
     ]
@@ -39,6 +41,7 @@ def test_train_curves_writes_curve_json_markdown_and_png(tmp_path):
     assert abs(point["return"] - run["final_return_host"]) < 1e-4 * abs(run["final_return_host"])
     assert 8 <= point["return"] <= 500  # CartPole episode returns are lengths
     assert run["target"] is None  # targets exist for Ant only
+    assert run["eval_episodes"] == 2 and 8 <= run["eval_return"] <= 500  # deterministic policy
 
     markdown = (tmp_path / "train_curves.md").read_text()
     assert "| cartpole | 0 | 4 |" in markdown
