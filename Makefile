@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PRESET ?= cartpole_vtrace
+PRESET ?= ant_vtrace
 ARGS ?=
 # JAX's CUDA build where an NVIDIA GPU is present; the CPU build otherwise.
 EXTRAS := dev$(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo ,cuda)
