@@ -4,6 +4,9 @@ Brax trains Hopper with SAC, not PPO; these are Ant's PPO settings with reward s
 1 and entropy 1e-3.
 Mapped onto V-trace by `configs._locomotion` (same samples per minibatch and epochs, reward
 scale by its rule); batch sizes follow the device (`pick`). Not tuned further.
+On the 2-core CPU, 4 minutes (920k steps): training return 23 -> 485, deterministic eval
+523 +- 16. Before the locomotion presets clipped the policy term (`ppo_clip`), the same run
+peaked at 81 and fell back to 11.
 """
 
 from accelrl.config import TrainConfig
