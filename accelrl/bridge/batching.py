@@ -2,10 +2,12 @@
 
 A batch runs when `max_batch` env steps wait, when every connected env is waiting (waiting
 longer could not fill it), or `deadline` seconds after its first request arrived, whichever is
-first, so a dead actor never stalls the others. On the CPU backend inference runs inline on the
-event loop (a thread hop per batch costs more than the tiny inference itself); on accelerators
-it runs on one worker thread, so batches execute in order while the loop keeps parsing
-messages.
+first, so a dead actor never stalls the others. The request that fills a batch launches it and
+a timer launches a batch at its deadline: no batching task, queue or per-wait task on the hot
+path. On the CPU backend inference runs inline on the event loop (a thread hop per batch costs
+more than the tiny inference itself); on accelerators it runs on one worker thread with at most
+two batches in flight, so batches execute in order while the loop keeps parsing messages (and
+requests arriving meanwhile form the next, fuller batch).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
-import itertools
 import os
 import time
 from collections.abc import Callable
@@ -24,6 +25,9 @@ import jax
 import numpy as np
 
 from accelrl.bridge.inference import Inference
+
+MAX_IN_FLIGHT = 2
+"""Batches queued on the inference thread at once (accelerators only)."""
 
 
 @dataclass
@@ -43,7 +47,6 @@ class Batcher:
         get_params: Callable[[], tuple[Any, int]],
         max_batch: int,
         deadline: float,
-        seed: int,
         active_envs: Callable[[], int] | None = None,
     ) -> None:
         self.inference = inference
@@ -55,11 +58,11 @@ class Batcher:
         self.get_params = get_params
         self.max_batch = max_batch
         self.deadline = deadline
-        self._queue: asyncio.Queue[_Request] = asyncio.Queue()
+        self._pending: collections.deque[_Request] = collections.deque()
+        self._pending_envs = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._in_flight = 0
         self._executor = concurrent.futures.ThreadPoolExecutor(1, "inference")
-        self._key = jax.random.PRNGKey(seed + 1)
-        self._counter = itertools.count()
-        self._in_flight = asyncio.Semaphore(2)
         # statistics since the last `take_stats`
         self.batches = 0
         self.batched_envs = 0
@@ -71,7 +74,9 @@ class Batcher:
     async def submit(self, slots: np.ndarray, inputs: dict[str, np.ndarray]) -> tuple:
         """`(outputs, carry0, policy version)` for these slots' inputs."""
         future = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Request(slots, inputs, time.perf_counter(), future))
+        self._pending.append(_Request(slots, inputs, time.perf_counter(), future))
+        self._pending_envs += len(slots)
+        self._launch_ready()
         return await future
 
     def take_stats(self) -> dict[str, float]:
@@ -85,55 +90,71 @@ class Batcher:
         self.max_fill_wait = self.max_latency = 0.0
         return stats
 
-    async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            first = await self._queue.get()
-            batch, n = [first], len(first.slots)
-            target = max(1, min(self.max_batch, self.active_envs()))
-            while n < target:
-                remaining = first.arrival + self.deadline - time.perf_counter()
-                if remaining <= 0:
-                    break
-                try:
-                    request = self._queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    try:
-                        request = await asyncio.wait_for(self._queue.get(), remaining)
-                    except asyncio.TimeoutError:
-                        break
+    def _target(self) -> int:
+        return max(1, min(self.max_batch, self.active_envs()))
+
+    def _launch_ready(self, deadline_passed: bool = False) -> None:
+        """Launch every batch that is full or past its deadline; arm the next deadline."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        target = self._target()
+        while self._pending and self._in_flight < (1 if self.inline else MAX_IN_FLIGHT):
+            wait = self._pending[0].arrival + self.deadline - time.perf_counter()
+            if self._pending_envs < target and wait > 0 and not deadline_passed:
+                break
+            deadline_passed = False
+            batch, n = [], 0
+            while self._pending and n < target:
+                request = self._pending.popleft()
                 batch.append(request)
                 n += len(request.slots)
-            launched = time.perf_counter()
-            self.max_fill_wait = max(self.max_fill_wait, launched - first.arrival)
-            await self._in_flight.acquire()
-            if self.inline:
-                task = loop.create_future()
-                try:
-                    task.set_result(self._infer(batch))
-                except Exception as error:  # noqa: BLE001 - delivered to the waiting actors
-                    task.set_exception(error)
-                self._deliver(task, batch)
-                await asyncio.sleep(0)  # let the handlers run
+            self._pending_envs -= n
+            self._launch(batch)
+        if self._pending and self._in_flight < MAX_IN_FLIGHT:
+            wait = self._pending[0].arrival + self.deadline - time.perf_counter()
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(max(wait, 0.0), self._launch_ready, True)
+
+    def _launch(self, batch: list[_Request]) -> None:
+        self.max_fill_wait = max(self.max_fill_wait, time.perf_counter() - batch[0].arrival)
+        self._in_flight += 1
+        if self.inline:
+            try:
+                result = self._infer(batch)
+            except Exception as error:  # noqa: BLE001 - delivered to the waiting actors
+                self._fail(batch, error)
             else:
-                task = loop.run_in_executor(self._executor, self._infer, batch)
-                task.add_done_callback(lambda t, b=batch: self._deliver(t, b))
+                self._deliver(result, batch)
+            return
+        task = asyncio.get_running_loop().run_in_executor(self._executor, self._infer, batch)
+        task.add_done_callback(lambda t, b=batch: self._finished(t, b))
+
+    def _finished(self, task: asyncio.Future, batch: list[_Request]) -> None:
+        if task.exception() is not None:
+            self._fail(batch, task.exception())
+        else:
+            self._deliver(task.result(), batch)
+        self._launch_ready()
 
     def _infer(self, batch: list[_Request]) -> tuple:
         params, version = self.get_params()
-        slots = np.concatenate([r.slots for r in batch])
-        inputs = {k: np.concatenate([r.inputs[k] for r in batch]) for k in batch[0].inputs}
-        counter = next(self._counter) % (2**31 - 1)
-        return self.inference.act(params, slots, inputs, self._key, counter), version
+        if len(batch) == 1:
+            slots, inputs = batch[0].slots, batch[0].inputs
+        else:
+            slots = np.concatenate([r.slots for r in batch])
+            inputs = {k: np.concatenate([r.inputs[k] for r in batch]) for k in batch[0].inputs}
+        return self.inference.act(params, slots, inputs), version
 
-    def _deliver(self, task: asyncio.Future, batch: list[_Request]) -> None:
-        self._in_flight.release()
-        if task.exception() is not None:
-            for r in batch:
-                if not r.future.done():
-                    r.future.set_exception(task.exception())
-            return
-        result, version = task.result()
+    def _fail(self, batch: list[_Request], error: BaseException) -> None:
+        self._in_flight -= 1
+        for r in batch:
+            if not r.future.done():
+                r.future.set_exception(error)
+
+    def _deliver(self, result: tuple, batch: list[_Request]) -> None:
+        self._in_flight -= 1
+        packed, version = result
         now = time.perf_counter()
         start = 0
         self.batches += 1
@@ -144,9 +165,11 @@ class Batcher:
             self.max_latency = max(self.max_latency, now - r.arrival)
             self.latencies.append(now - r.arrival)
             if not r.future.done():
-                outputs, carry0 = jax.tree.map(lambda x, s=start, e=end: x[s:e], result)
+                outputs, carry0 = packed.rows(start, end)
                 r.future.set_result((outputs, carry0, version))
             start = end
 
     def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -60,7 +61,7 @@ class EnvSpec:
     def discrete(self) -> bool:
         return self.num_actions > 0
 
-    @property
+    @cached_property
     def observation_bytes(self) -> int:
         return (
             int(np.prod(self.observation_shape, dtype=np.int64))
@@ -91,11 +92,12 @@ class EnvSpec:
 def encode_tensor(array: np.ndarray) -> pb.Tensor:
     """A Tensor message holding `array`'s bytes (little-endian, C order)."""
     array = np.asarray(array)
-    if array.dtype.name not in ALLOWED_DTYPES:
-        raise ProtocolError(f"dtype {array.dtype.name!r} cannot travel over the bridge")
-    little = array.dtype.newbyteorder("<")
-    data = np.ascontiguousarray(array, dtype=little).tobytes()
-    return pb.Tensor(dtype=array.dtype.name, shape=array.shape, data=data)
+    name = array.dtype.name
+    if name not in _LITTLE:
+        raise ProtocolError(f"dtype {name!r} cannot travel over the bridge")
+    if array.dtype.byteorder == ">":
+        array = array.astype(_LITTLE[name])
+    return pb.Tensor(dtype=name, shape=array.shape, data=array.tobytes())  # C order
 
 
 def decode_tensor(
@@ -113,27 +115,30 @@ def decode_tensor(
         raise ProtocolError(f"{name}: dtype {tensor.dtype!r} is not allowed")
     if dtype is not None and tensor.dtype != dtype:
         raise ProtocolError(f"{name}: dtype {tensor.dtype} where {dtype} was expected")
-    dims = tuple(int(d) for d in tensor.shape)
+    dims = tuple(tensor.shape)
     if len(dims) > 8 or (dims and min(dims) < 0):
         raise ProtocolError(f"{name}: invalid shape {list(dims)}")
-    if shape is not None:
-        ok = len(dims) == len(shape) and all(
-            e is None or d == e for d, e in zip(dims, shape, strict=True)
-        )
-        if not ok:
-            expected = ["*" if e is None else e for e in shape]
-            raise ProtocolError(f"{name}: shape {list(dims)} where {expected} was expected")
+    if shape is not None and dims != shape and not _shape_matches(dims, shape):
+        expected = ["*" if e is None else e for e in shape]
+        raise ProtocolError(f"{name}: shape {list(dims)} where {expected} was expected")
     little = _LITTLE[tensor.dtype]
-    itemsize = little.itemsize
-    count = math.prod(dims)
-    if count * itemsize > max_bytes:
-        raise ProtocolError(f"{name}: {count * itemsize} bytes exceed the limit of {max_bytes}")
-    if len(tensor.data) != count * itemsize:
+    size = math.prod(dims) * little.itemsize
+    if size > max_bytes:
+        raise ProtocolError(f"{name}: {size} bytes exceed the limit of {max_bytes}")
+    data = tensor.data  # each access of a bytes field may copy it: read it once
+    if len(data) != size:
         raise ProtocolError(
-            f"{name}: {len(tensor.data)} bytes of data for shape {list(dims)} {tensor.dtype} "
-            f"({count * itemsize} expected)"
+            f"{name}: {len(data)} bytes of data for shape {list(dims)} {tensor.dtype} "
+            f"({size} expected)"
         )
-    return np.frombuffer(tensor.data, dtype=little).reshape(dims)
+    return np.frombuffer(data, dtype=little).reshape(dims)
+
+
+def _shape_matches(dims: tuple[int, ...], shape: tuple[int | None, ...]) -> bool:
+    """Whether `dims` fits `shape`, where None in `shape` matches any size."""
+    return len(dims) == len(shape) and all(
+        e is None or d == e for d, e in zip(dims, shape, strict=True)
+    )
 
 
 def spec_from_handshake(handshake: pb.Handshake) -> EnvSpec:
@@ -205,10 +210,10 @@ def decode_steps(steps: pb.Steps, spec: EnvSpec, owned: np.ndarray) -> DecodedSt
 
     `owned` is a boolean mask over all env ids of the server (True where this actor owns it).
     """
-    ids = np.asarray(steps.env_ids, dtype=np.int64)
-    n = ids.size
+    n = len(steps.env_ids)
     if n == 0:
         raise ProtocolError("env_ids is empty")
+    ids = np.fromiter(steps.env_ids, np.int32, n)
     if ids.min() < 0 or ids.max() >= owned.size or not owned[ids].all():
         raise ProtocolError(f"env_ids {sorted(set(ids.tolist()) - _owned(owned))} are not yours")
     ordered = np.sort(ids)
@@ -224,7 +229,7 @@ def decode_steps(steps: pb.Steps, spec: EnvSpec, owned: np.ndarray) -> DecodedSt
         raise ProtocolError("reward is not finite")
     terminated = decode_tensor(steps.terminated, "terminated", "bool", (n,))
     truncated = decode_tensor(steps.truncated, "truncated", "bool", (n,))
-    num_done = int(np.count_nonzero(terminated) + np.count_nonzero(truncated & ~terminated))
+    num_done = int(np.count_nonzero(terminated | truncated))
     final = decode_tensor(
         steps.final_observation,
         "final_observation",
@@ -235,7 +240,7 @@ def decode_steps(steps: pb.Steps, spec: EnvSpec, owned: np.ndarray) -> DecodedSt
     if np.issubdtype(observation.dtype, np.floating):
         if not (np.isfinite(observation).all() and np.isfinite(final).all()):
             raise ProtocolError("observation is not finite")
-    return DecodedSteps(ids.astype(np.int32), observation, reward, terminated, truncated, final)
+    return DecodedSteps(ids, observation, reward, terminated, truncated, final)
 
 
 def _owned(owned: np.ndarray) -> set[int]:

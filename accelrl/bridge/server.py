@@ -33,7 +33,7 @@ from accelrl.bridge.codec import (
     encode_tensor,
     spec_from_handshake,
 )
-from accelrl.bridge.inference import Inference
+from accelrl.bridge.inference import Inference, inline_cpu_dispatch
 from accelrl.bridge.learner_loop import run_learner
 from accelrl.bridge.run_setup import check_config, make_learner, server_spec
 from accelrl.bridge.trajectories import TrajectoryBuilder
@@ -57,6 +57,7 @@ class BridgeServer:
     ) -> None:
         """`learn=False` pauses the learner (sequences are dropped; for benchmarks of acting)."""
         check_config(config)
+        inline_cpu_dispatch()  # before the first computation: it decides how XLA:CPU dispatches
         self.learn = learn
         self.config = config
         self.run_dir = Path(run_dir)
@@ -92,6 +93,7 @@ class BridgeServer:
             b.max_envs,
             b.max_batch,
             self.learner.slot_constants,
+            seed=config.seed + 1,
         )
         self.sequences: queue.Queue = queue.Queue(maxsize=b.queue_size)
         self.max_message_bytes = self.spec.max_steps_message_bytes(b.max_envs_per_actor)
@@ -321,10 +323,8 @@ class BridgeServer:
             self.published,
             b.max_batch,
             b.deadline_ms / 1000.0,
-            self.config.seed,
             active_envs=lambda: int(np.count_nonzero(self.slots.owner >= 0)),
         )
-        batcher_task = asyncio.create_task(self.batcher.run())
         await server.start()
         self.port = bound
         learner = threading.Thread(target=self.learner_loop, name="learner", daemon=True)
@@ -341,7 +341,6 @@ class BridgeServer:
             self.stopping = True
             self.done.set()
             await server.stop(grace=0.5)
-            batcher_task.cancel()
             self.batcher.close()
             if learner.is_alive():
                 learner.join(timeout=30)

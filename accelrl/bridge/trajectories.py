@@ -8,53 +8,57 @@ once `length` have accumulated: V-trace uses length = period = unroll length (di
 unrolls), R2D2 length = burn-in + trace length with period < length (overlapping sequences, as
 R2D2 stores them). A sequence's `start_carry` is the recurrent state the server had before its
 first step; `version` is the policy version that chose each action.
+
+Pending steps, transitions and rings share one record dtype (slots.py's `Records`), so each
+message costs a handful of whole-record numpy operations over its env slots, whatever the
+number of fields.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import jax
 import numpy as np
 
-from accelrl.bridge.slots import Fields, SlotTable
+from accelrl.bridge.slots import Records, SlotTable
+
+OUTCOME = {
+    "next_observation": None,  # the observation's (shape, dtype), filled in by `create`
+    "reward": ((), np.float32),
+    "terminated": ((), bool),
+    "truncated": ((), bool),
+}
+"""What the env's reply adds to a pending step to make it a transition."""
 
 
 class SequenceAssembler:
     """Per-slot rings of the last `length` transitions; emits overlapping or disjoint windows."""
 
-    def __init__(
-        self, capacity: int, length: int, period: int, fields: Fields, carry_template: Any
-    ) -> None:
+    def __init__(self, capacity: int, length: int, period: int, records: Records) -> None:
         self.length, self.period = length, period
-        self.buffers = {
-            name: np.zeros((capacity, length, *shape), dtype)
-            for name, (shape, dtype) in fields.items()
-        }
-        self.carries = jax.tree.map(
-            lambda x: np.zeros((capacity, length, *x.shape[1:]), x.dtype), carry_template
-        )
+        self.records = records
+        self.ring = records.zeros((capacity, length))
         self.count = np.zeros(capacity, np.int64)  # transitions added since the slot's reset
 
     def reset(self, slots: np.ndarray) -> None:
         self.count[slots] = 0
 
-    def add(self, slots: np.ndarray, record: dict[str, np.ndarray], carry: Any) -> dict | None:
-        """Append one transition per slot (`record` fields [n, ...], `carry` the state before
-        it); returns the sequences completed now (fields [m, length, ...]) or None."""
-        position = self.count[slots] % self.length
-        for name, buffer in self.buffers.items():
-            buffer[slots, position] = record[name]
-        jax.tree.map(lambda ring, c: ring.__setitem__((slots, position), c), self.carries, carry)
-        self.count[slots] += 1
+    def add(self, slots: np.ndarray, transitions: np.ndarray) -> dict | None:
+        """Append one transition per slot (`transitions`: [n] records, each with the carry
+        before its step); returns the sequences completed now (fields [m, length, ...] and
+        `start_carry`) or None."""
         count = self.count[slots]
+        self.ring[slots, count % self.length] = transitions
+        count += 1
+        self.count[slots] = count
         ready = (count >= self.length) & ((count - self.length) % self.period == 0)
         if not ready.any():
             return None
         rows = slots[ready]
         oldest_first = (count[ready, None] - self.length + np.arange(self.length)) % self.length
-        item = {name: buffer[rows[:, None], oldest_first] for name, buffer in self.buffers.items()}
-        item["start_carry"] = jax.tree.map(lambda r: r[rows, oldest_first[:, 0]], self.carries)
+        windows = self.ring[rows[:, None], oldest_first]  # a copy: the rings move on
+        item = self.records.fields(windows)
+        item["start_carry"] = self.records.carry(windows[:, 0])
         return item
 
 
@@ -80,24 +84,12 @@ class TrajectoryBuilder:
         """Slots and sequences for `capacity` envs: `observation`/`action` are (shape, dtype)
         of what the agent sees and does; the learner gives the sequence length and period and
         its acting outputs to keep (`extras`)."""
+        outcome = {**OUTCOME, "next_observation": observation}
         slots = SlotTable(
-            capacity, *observation, frame_stack, *action, carry_template, learner.extras
+            capacity, *observation, frame_stack, *action, carry_template, learner.extras, outcome
         )
-        fields = {
-            "observation": observation,
-            "next_observation": observation,
-            "action": action,
-            "prev_action": action,
-            "is_first": ((), bool),
-            "prev_reward": ((), np.float32),
-            "reward": ((), np.float32),
-            "terminated": ((), bool),
-            "truncated": ((), bool),
-            "version": ((), np.int64),
-            **learner.extras,
-        }
         assembler = SequenceAssembler(
-            capacity, learner.sequence_length, learner.sequence_period, fields, carry_template
+            capacity, learner.sequence_length, learner.sequence_period, slots.records
         )
         return cls(slots, assembler)
 
@@ -117,39 +109,35 @@ class TrajectoryBuilder:
         starts = done | s.fresh[ids]
         observation = s.stack(ids, steps.observation, starts)
         pend = s.has_pending[ids]
-        prev_action = np.where(
-            pend.reshape(-1, *[1] * (s.pending_action.ndim - 1)), s.pending_action[ids], 0
-        ).astype(s.pending_action.dtype)
-        prev_reward = np.where(pend, steps.reward, 0.0).astype(np.float32)
+        all_pending = bool(pend.all())
+        p = ids if all_pending else ids[pend]
+        pending = s.pending[p]  # one gather of every field of the pending steps
+        if all_pending:
+            prev_action, prev_reward = pending["action"], steps.reward
+        else:
+            prev_action = np.zeros_like(s.pending_action[ids])
+            prev_action[pend] = pending["action"]
+            prev_reward = np.where(pend, steps.reward, np.float32(0))
         item = None
-        if np.any(pend):
-            p = ids[pend]
-            next_obs = observation[pend].copy()
-            done_p = done[pend]
-            if np.any(done_p):
+        if p.size:
+            reward = steps.reward if all_pending else steps.reward[pend]
+            pending["next_observation"] = observation if all_pending else observation[pend]
+            pending["reward"] = reward
+            pending["terminated"] = steps.terminated if all_pending else steps.terminated[pend]
+            pending["truncated"] = steps.truncated if all_pending else steps.truncated[pend]
+            if done.any():
                 final = s.stack(ids[done], steps.final_observation, np.zeros(done.sum(), bool))
-                # rows of `final` follow the order of done envs among all ids
-                final_rows = np.cumsum(done) - 1
-                next_obs[done_p] = final[final_rows[pend][done_p]]
-            record = {
-                "observation": s.pending_obs[p],
-                "next_observation": next_obs,
-                "is_first": s.pending_first[p],
-                "action": s.pending_action[p],
-                "prev_action": s.pending_prev_action[p],
-                "prev_reward": s.pending_prev_reward[p],
-                "reward": steps.reward[pend],
-                "terminated": steps.terminated[pend],
-                "truncated": steps.truncated[pend],
-                "version": s.pending_version[p],
-                **{name: v[p] for name, v in s.pending_extras.items()},
-            }
-            carry = jax.tree.map(lambda x: x[p], s.pending_carry)
-            item = self.assembler.add(p, record, carry)
-            s.episode_return[p] += steps.reward[pend]
+                rows = np.zeros(len(ids), np.int64)  # row of each env in `final` (done envs)
+                rows[done] = np.arange(len(final))
+                done_p = done if all_pending else done[pend]
+                pending["next_observation"][done_p] = final[rows[pend][done_p]]
+            else:
+                done_p = None
+            item = self.assembler.add(p, pending)
+            s.episode_return[p] += reward
             s.episode_length[p] += 1
-            ended = p[done_p]
-            if ended.size:
+            if done_p is not None:
+                ended = p[done_p]
                 returns = s.episode_return[ended].tolist()
                 lengths = s.episode_length[ended].tolist()
                 self.episodes.extend(zip(returns, lengths, strict=True))
@@ -174,14 +162,16 @@ class TrajectoryBuilder:
     ) -> None:
         """Make the chosen actions pending (`carry`: the state each env acted from)."""
         s = self.slots
-        s.pending_obs[ids] = inputs["observation"]
-        s.pending_first[ids] = inputs["is_first"]
-        s.pending_prev_action[ids] = inputs["prev_action"]
-        s.pending_prev_reward[ids] = inputs["prev_reward"]
-        s.pending_action[ids] = outputs["action"]
-        s.pending_version[ids] = version
-        for name, values in s.pending_extras.items():
-            values[ids] = outputs[name]
-        jax.tree.map(lambda buf, c: buf.__setitem__(ids, c), s.pending_carry, carry)
+        step = np.empty(len(ids), s.pending.dtype)  # built whole, then ONE scatter
+        step["observation"] = inputs["observation"]
+        step["is_first"] = inputs["is_first"]
+        step["prev_action"] = inputs["prev_action"]
+        step["prev_reward"] = inputs["prev_reward"]
+        step["action"] = outputs["action"]
+        step["version"] = version
+        for name in s.pending_extras:
+            step[name] = outputs[name]
+        s.records.set_carry(step, carry)
+        s.pending[ids] = step
         s.has_pending[ids] = True
         s.fresh[ids] = False

@@ -123,3 +123,28 @@ def test_server_frame_stack():
     nxt = table.stack(slots, frames + 10, np.array([False, True]))
     np.testing.assert_array_equal(nxt[0, 0, 0], [1, 1, 1, 11])
     np.testing.assert_array_equal(nxt[1, 0, 0], [12, 12, 12, 12])
+
+
+@pytest.mark.parametrize(
+    ("frame", "stack", "dtype"),
+    [((5, 6), 4, np.uint8), ((5, 6, 2), 2, np.uint8), ((5, 6, 1), 2, np.uint16), ((3,), 2, "f4")],
+)
+def test_frame_stack_fast_path_matches_general(frame, stack, dtype):
+    """Stacks of <= 8 bytes per pixel roll as integer words; any other stack (here float64,
+    16 bytes) takes the general path: both give the same observations, episode starts included.
+    """
+    from accelrl.bridge.slots import SlotTable
+
+    agent_obs = (*frame, stack) if len(frame) == 2 else (*frame[:-1], frame[-1] * stack)
+    fast = SlotTable(8, agent_obs, dtype, stack, (), "int32", ())
+    general = SlotTable(8, agent_obs, np.float64, stack, (), "int32", ())
+    rng = np.random.default_rng(0)
+    ids = np.array([1, 4, 6])
+    for _ in range(6):
+        frames = rng.integers(0, 200, (3, *frame)).astype(dtype)
+        starts = rng.random(3) < 0.3
+        a = fast.stack(ids, frames, starts)
+        b = general.stack(ids, frames.astype(np.float64), starts)
+        assert a.dtype == np.dtype(dtype) and a.shape == (3, *agent_obs)
+        np.testing.assert_array_equal(a, b)
+        fast.pending_obs[ids], general.pending_obs[ids] = a, b
