@@ -58,8 +58,10 @@ def role_local(env_id: str, num_envs: int, seconds: float) -> dict:
             if term or trunc:
                 env.reset()
         steps += num_envs
-    return {"steps_per_s": steps / (time.perf_counter() - start),
-            "cpu_us_per_step": 1e6 * (time.process_time() - cpu_start) / steps}
+    return {
+        "steps_per_s": steps / (time.perf_counter() - start),
+        "cpu_us_per_step": 1e6 * (time.process_time() - cpu_start) / steps,
+    }
 
 
 def role_echo_client(port: int, env_id: str, num_envs: int, seconds: float) -> dict:
@@ -76,23 +78,34 @@ def role_echo_client(port: int, env_id: str, num_envs: int, seconds: float) -> d
     async def run() -> dict:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             call = channel.stream_stream(
-                "/accelrl.bridge.ActorBridge/Act", request_serializer=None,
-                response_deserializer=pb.ServerMessage.FromString)()
+                "/accelrl.bridge.ActorBridge/Act",
+                request_serializer=None,
+                response_deserializer=pb.ServerMessage.FromString,
+            )()
             steps, start, latencies = 0, time.perf_counter(), []
             ids = np.arange(num_envs)
             while time.perf_counter() - start < seconds:
                 t0 = time.perf_counter()
                 # build the message each time, as the actor does
-                message = encode_steps(ids, obs, np.zeros(num_envs), np.zeros(num_envs, bool),
-                                       np.zeros(num_envs, bool), final)
+                message = encode_steps(
+                    ids,
+                    obs,
+                    np.zeros(num_envs),
+                    np.zeros(num_envs, bool),
+                    np.zeros(num_envs, bool),
+                    final,
+                )
                 await call.write(message.SerializeToString())
                 await call.read()
                 latencies.append(time.perf_counter() - t0)
                 steps += num_envs
             await call.done_writing()
             elapsed = time.perf_counter() - start
-        return {"steps_per_s": steps / elapsed, "p50_ms": 1e3 * float(np.percentile(latencies, 50)),
-                "p99_ms": 1e3 * float(np.percentile(latencies, 99))}
+        return {
+            "steps_per_s": steps / elapsed,
+            "p50_ms": 1e3 * float(np.percentile(latencies, 50)),
+            "p99_ms": 1e3 * float(np.percentile(latencies, 99)),
+        }
 
     return asyncio.run(run())
 
@@ -106,8 +119,16 @@ def cpu_cores() -> int:
 
 
 def children(args_list: list[list[str]]) -> list[dict]:
-    procs = [subprocess.Popen([sys.executable, __file__, *a], cwd=ROOT, env=CHILD_ENV,
-                              stdout=subprocess.PIPE, text=True) for a in args_list]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, *a],
+            cwd=ROOT,
+            env=CHILD_ENV,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for a in args_list
+    ]
     results = []
     for p in procs:
         out, _ = p.communicate(timeout=300)
@@ -142,15 +163,18 @@ class EchoServer:
                 message = pb.ActorMessage.FromString(raw)
                 n = len(message.steps.env_ids)
                 if n not in replies:
-                    replies[n] = pb.ServerMessage(actions=pb.Actions(
-                        action=encode_tensor(np.zeros(n, np.int32)))).SerializeToString()
+                    replies[n] = pb.ServerMessage(
+                        actions=pb.Actions(action=encode_tensor(np.zeros(n, np.int32)))
+                    ).SerializeToString()
                 yield replies[n]
 
-        handler = grpc.stream_stream_rpc_method_handler(act, request_deserializer=None,
-                                                        response_serializer=None)
+        handler = grpc.stream_stream_rpc_method_handler(
+            act, request_deserializer=None, response_serializer=None
+        )
         server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 << 20)])
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
-            "accelrl.bridge.ActorBridge", {"Act": handler}),))
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler("accelrl.bridge.ActorBridge", {"Act": handler}),)
+        )
         self.port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         self._stop = asyncio.Event()
@@ -175,22 +199,40 @@ class BridgeUnderTest:
 
         config = apply_overrides(load_preset(preset), overrides)
         run_dir = Path("/tmp") / f"accelrl-bench-bridge-{os.getpid()}"
-        self.server = BridgeServer(config, run_dir, progress=Progress(interval=1e9),
-                                   learn=False)
+        self.server = BridgeServer(config, run_dir, progress=Progress(interval=1e9), learn=False)
         self.config = config
         ready = threading.Event()
         self._thread = threading.Thread(
             target=lambda: asyncio.run(self.server.serve(on_listening=lambda h, p: ready.set())),
-            daemon=True)
+            daemon=True,
+        )
         self._thread.start()
         ready.wait(120)
 
     def measure(self, actors: int, num_envs: int, seconds: float) -> dict:
         port = self.server.port
-        procs = [subprocess.Popen(
-            [sys.executable, "-m", "accelrl.bridge.actor", "--server", f"127.0.0.1:{port}",
-             "--env", self.config.bridge.env, "--num-envs", str(num_envs), "--seed", str(i),
-             "--give-up-after", "30"], cwd=ROOT, env=CHILD_ENV) for i in range(actors)]
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "accelrl.bridge.actor",
+                    "--server",
+                    f"127.0.0.1:{port}",
+                    "--env",
+                    self.config.bridge.env,
+                    "--num-envs",
+                    str(num_envs),
+                    "--seed",
+                    str(i),
+                    "--give-up-after",
+                    "30",
+                ],
+                cwd=ROOT,
+                env=CHILD_ENV,
+            )
+            for i in range(actors)
+        ]
         try:
             deadline = time.monotonic() + 120
             while self.server.actors < actors and time.monotonic() < deadline:
@@ -213,20 +255,24 @@ class BridgeUnderTest:
                 p.terminate()
             for p in procs:
                 p.wait(10)
-        return {"steps_per_s": steps / elapsed, "actors_connected": connected,
-                "server_cpu_us_per_step": 1e6 * server_cpu / max(steps, 1),
-                "refused": self.server.refused,
-                "batch_mean": float(sizes.mean()) if sizes.size else 0.0,
-                "p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
-                "p99_ms": float(np.percentile(lat, 99)) if lat.size else None}
+        return {
+            "steps_per_s": steps / elapsed,
+            "actors_connected": connected,
+            "server_cpu_us_per_step": 1e6 * server_cpu / max(steps, 1),
+            "refused": self.server.refused,
+            "batch_mean": float(sizes.mean()) if sizes.size else 0.0,
+            "p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
+            "p99_ms": float(np.percentile(lat, 99)) if lat.size else None,
+        }
 
     def close(self) -> None:
         self.server.done.set()
         self._thread.join(30)
 
 
-def bench(env_id: str, preset: str, overrides: list[str], points: list[tuple[int, int]],
-          seconds: float) -> list[dict]:
+def bench(
+    env_id: str, preset: str, overrides: list[str], points: list[tuple[int, int]], seconds: float
+) -> list[dict]:
     rows = []
     bridge = BridgeUnderTest(preset, [f"bridge.env={env_id}", *overrides])
     try:
@@ -235,28 +281,68 @@ def bench(env_id: str, preset: str, overrides: list[str], points: list[tuple[int
         bridge.close()
     echo = EchoServer()
     try:
-        echoed = [children([["--role", "echo", "--port", str(echo.port), "--env", env_id,
-                             "--num-envs", str(e), "--seconds", str(seconds)]] * a)
-                  for a, e in points]
+        echoed = [
+            children(
+                [
+                    [
+                        "--role",
+                        "echo",
+                        "--port",
+                        str(echo.port),
+                        "--env",
+                        env_id,
+                        "--num-envs",
+                        str(e),
+                        "--seconds",
+                        str(seconds),
+                    ]
+                ]
+                * a
+            )
+            for a, e in points
+        ]
     finally:
         echo.close()
     for (a, e), b, ech in zip(points, bridged, echoed, strict=True):
-        local = children([["--role", "local", "--env", env_id, "--num-envs", str(e),
-                           "--seconds", str(min(seconds, 3.0))]] * a)
+        local = children(
+            [
+                [
+                    "--role",
+                    "local",
+                    "--env",
+                    env_id,
+                    "--num-envs",
+                    str(e),
+                    "--seconds",
+                    str(min(seconds, 3.0)),
+                ]
+            ]
+            * a
+        )
         echo_sps = sum(r["steps_per_s"] for r in ech)
         local_sps = sum(r["steps_per_s"] for r in local)
         env_cpu = float(np.mean([r["cpu_us_per_step"] for r in local]))
         server_cpu = b["server_cpu_us_per_step"]
         ceiling = min(1.0, 1e6 * cpu_cores() / (env_cpu + server_cpu) / local_sps)
-        row = {"env": env_id, "actors": a, "envs_per_actor": e,
-               "bridge_sps": b["steps_per_s"], "echo_sps": echo_sps, "local_sps": local_sps,
-               "bridge/echo": b["steps_per_s"] / echo_sps,
-               "bridge/local": b["steps_per_s"] / local_sps,
-               "batch_mean": b["batch_mean"], "act_p50_ms": b["p50_ms"],
-               "act_p99_ms": b["p99_ms"], "actors_connected": b["actors_connected"],
-               "env_cpu_us": env_cpu, "server_cpu_us": server_cpu, "cpu_ceiling": ceiling,
-               "echo_rtt_p50_ms": ech[0]["p50_ms"],
-               "echo_rtt_p99_ms": ech[0]["p99_ms"]}
+        row = {
+            "env": env_id,
+            "actors": a,
+            "envs_per_actor": e,
+            "bridge_sps": b["steps_per_s"],
+            "echo_sps": echo_sps,
+            "local_sps": local_sps,
+            "bridge/echo": b["steps_per_s"] / echo_sps,
+            "bridge/local": b["steps_per_s"] / local_sps,
+            "batch_mean": b["batch_mean"],
+            "act_p50_ms": b["p50_ms"],
+            "act_p99_ms": b["p99_ms"],
+            "actors_connected": b["actors_connected"],
+            "env_cpu_us": env_cpu,
+            "server_cpu_us": server_cpu,
+            "cpu_ceiling": ceiling,
+            "echo_rtt_p50_ms": ech[0]["p50_ms"],
+            "echo_rtt_p99_ms": ech[0]["p99_ms"],
+        }
         print(json.dumps(row), flush=True)
         rows.append(row)
     return rows
@@ -280,33 +366,64 @@ def main() -> None:
         return
 
     seconds = 3.0 if args.quick else args.seconds
-    trivial_points = [(1, 1), (1, 32), (2, 32)] if args.quick else [
-        (1, 1), (1, 8), (1, 32), (2, 8), (2, 32), (4, 32)]
+    trivial_points = (
+        [(1, 1), (1, 32), (2, 32)]
+        if args.quick
+        else [(1, 1), (1, 8), (1, 32), (2, 8), (2, 32), (4, 32)]
+    )
     common = ["bridge.max_batch=128", "bridge.max_envs=512", "bridge.deadline_ms=2"]
     rows = bench("trivial:4", "cartpole_vtrace_bridge", common, trivial_points, seconds)
     if not args.no_pong:
         pong_points = [(2, 8)] if args.quick else [(1, 8), (2, 8), (2, 16)]
-        rows += bench("gymnasium:ALE/Pong-v5", "pong_vtrace_bridge",
-                      ["bridge.max_batch=64", "bridge.deadline_ms=5"], pong_points, seconds)
+        rows += bench(
+            "gymnasium:ALE/Pong-v5",
+            "pong_vtrace_bridge",
+            ["bridge.max_batch=64", "bridge.deadline_ms=5"],
+            pong_points,
+            seconds,
+        )
     from common import load_average, write_result
 
-    columns = ["env", "actors", "envs_per_actor", "bridge_sps", "echo_sps", "local_sps",
-               "bridge/echo", "bridge/local", "cpu_ceiling", "env_cpu_us", "server_cpu_us",
-               "batch_mean", "act_p50_ms", "act_p99_ms", "echo_rtt_p50_ms", "echo_rtt_p99_ms"]
-    write_result("bridge", {
-        "title": "Actor bridge throughput (loopback, learner paused)",
-        "load_average": load_average(),
-        "rows": rows,
-        "tables": [{"title": "env steps/s", "columns": columns,
+    columns = [
+        "env",
+        "actors",
+        "envs_per_actor",
+        "bridge_sps",
+        "echo_sps",
+        "local_sps",
+        "bridge/echo",
+        "bridge/local",
+        "cpu_ceiling",
+        "env_cpu_us",
+        "server_cpu_us",
+        "batch_mean",
+        "act_p50_ms",
+        "act_p99_ms",
+        "echo_rtt_p50_ms",
+        "echo_rtt_p99_ms",
+    ]
+    write_result(
+        "bridge",
+        {
+            "title": "Actor bridge throughput (loopback, learner paused)",
+            "load_average": load_average(),
+            "rows": rows,
+            "tables": [
+                {
+                    "title": "env steps/s",
+                    "columns": columns,
                     "rows": [[r[c] for c in columns] for r in rows],
                     "note": "bridge: actors -> server with jitted inference; echo: raw grpc.aio "
-                            "echo of the same messages; local: the envs alone, same processes. "
-                            "env_cpu_us / server_cpu_us: CPU microseconds per env step of the "
-                            "env (local run) and of the bridge server (inference, batching, "
-                            f"gRPC); cpu_ceiling = min(1, {cpu_cores()} cores / (env + server) "
-                            "/ local): the most bridge/local can be when the server's work "
-                            "shares the actors' cores."}],
-    })
+                    "echo of the same messages; local: the envs alone, same processes. "
+                    "env_cpu_us / server_cpu_us: CPU microseconds per env step of the "
+                    "env (local run) and of the bridge server (inference, batching, "
+                    f"gRPC); cpu_ceiling = min(1, {cpu_cores()} cores / (env + server) "
+                    "/ local): the most bridge/local can be when the server's work "
+                    "shares the actors' cores.",
+                }
+            ],
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -71,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         code = subprocess.run(command, cwd=BENCH_DIR.parent).returncode
         seconds = time.perf_counter() - started
         outcomes.append((script.stem, code, seconds))
-        print(f"=== {script.stem}: {'ok' if code == 0 else f'exit {code}'} in {seconds:.0f} s",
-              flush=True)
+        print(
+            f"=== {script.stem}: {'ok' if code == 0 else f'exit {code}'} in {seconds:.0f} s",
+            flush=True,
+        )
     summary = write_summary(outcomes, args.quick)
     print(f"wrote {summary}")
     return 0 if all(code == 0 for _, code, _ in outcomes) else 1

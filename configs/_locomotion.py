@@ -56,9 +56,7 @@ def locomotion_config(
     """A V-trace preset for the locomotion env registered as `env` (`max_steps`: episode
     limit, default the env's own 1000)."""
     return TrainConfig(
-        env=EnvConfig(
-            name=env, num_envs=num_envs, normalize_observation=True, max_steps=max_steps
-        ),
+        env=EnvConfig(name=env, num_envs=num_envs, normalize_observation=True, max_steps=max_steps),
         agent=AgentConfig(
             hidden_sizes=hidden_sizes,
             activation="silu",

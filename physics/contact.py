@@ -102,8 +102,10 @@ def contact_pairs(
     pairs = []
     for g1 in range(len(geom_type)):
         for g2 in range(g1 + 1, len(geom_type)):
-            if not ((geom_contype[g1] & geom_conaffinity[g2])
-                    or (geom_contype[g2] & geom_conaffinity[g1])):
+            if not (
+                (geom_contype[g1] & geom_conaffinity[g2])
+                or (geom_contype[g2] & geom_conaffinity[g1])
+            ):
                 continue
             b1, b2 = geom_body[g1], geom_body[g2]
             w1, w2 = weld[b1], weld[b2]
@@ -121,8 +123,11 @@ def contact_pairs(
 
 def unsupported_pairs(sys_or_types: tuple[int, ...], pairs: tuple[tuple[int, int], ...]) -> list:
     """Pairs whose geom types have no collision function here."""
-    return [(g1, g2) for g1, g2 in pairs
-            if (sys_or_types[g1], sys_or_types[g2]) not in col._NUM_CONTACTS]
+    return [
+        (g1, g2)
+        for g1, g2 in pairs
+        if (sys_or_types[g1], sys_or_types[g2]) not in col._NUM_CONTACTS
+    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,20 +164,26 @@ def _layout(sys: System) -> _Layout:
     pair_g2 = np.asarray([p[1] for p in pairs], np.int32)
     keys = sorted({(gtype[g1], gtype[g2]) for g1, g2 in pairs})
     for key in keys:
-        idx = np.asarray([i for i, (g1, g2) in enumerate(pairs)
-                          if (gtype[g1], gtype[g2]) == key], np.int32)
+        idx = np.asarray(
+            [i for i, (g1, g2) in enumerate(pairs) if (gtype[g1], gtype[g2]) == key], np.int32
+        )
         groups.append((key[0], key[1], pair_g1[idx], pair_g2[idx], idx))
         slot_pair.append(np.repeat(idx, col.num_contacts(*key)))
     slot_pair = np.concatenate(slot_pair) if slot_pair else np.zeros(0, np.int32)
     prio = np.asarray(sys.geom_priority, np.int32)
     cond = np.asarray(sys.geom_condim, np.int32)
     win = np.where(prio[pair_g1] > prio[pair_g2], 1, np.where(prio[pair_g1] < prio[pair_g2], 2, 0))
-    condim = np.where(win == 1, cond[pair_g1], np.where(win == 2, cond[pair_g2],
-                                                       np.maximum(cond[pair_g1], cond[pair_g2])))
+    condim = np.where(
+        win == 1,
+        cond[pair_g1],
+        np.where(win == 2, cond[pair_g2], np.maximum(cond[pair_g1], cond[pair_g2])),
+    )
     topo = sys.topology
     jt = np.asarray(topo.jnt_type)
-    lim = np.asarray([j for j in range(topo.njnt) if sys.jnt_limited[j]
-                      and jt[j] in (JNT_HINGE, JNT_SLIDE)], np.int32)
+    lim = np.asarray(
+        [j for j in range(topo.njnt) if sys.jnt_limited[j] and jt[j] in (JNT_HINGE, JNT_SLIDE)],
+        np.int32,
+    )
     if sys.disable_limit:
         lim = np.zeros(0, np.int32)
     return _Layout(
@@ -195,19 +206,32 @@ def check_supported(sys: System) -> list[str]:
     """Problems that make a model's constraints unsupported (empty when all is fine)."""
     problems = []
     for g1, g2 in unsupported_pairs(sys.geom_type, sys.contact_pairs):
-        problems.append(f"no collision function for geoms {sys.geom_names[g1]!r} (type "
-                        f"{sys.geom_type[g1]}) and {sys.geom_names[g2]!r} (type "
-                        f"{sys.geom_type[g2]})")
-    lay = _layout(dataclasses.replace(sys, contact_pairs=tuple(
-        p for p in sys.contact_pairs if p not in unsupported_pairs(sys.geom_type, (p,)))))
+        problems.append(
+            f"no collision function for geoms {sys.geom_names[g1]!r} (type "
+            f"{sys.geom_type[g1]}) and {sys.geom_names[g2]!r} (type "
+            f"{sys.geom_type[g2]})"
+        )
+    lay = _layout(
+        dataclasses.replace(
+            sys,
+            contact_pairs=tuple(
+                p for p in sys.contact_pairs if p not in unsupported_pairs(sys.geom_type, (p,))
+            ),
+        )
+    )
     cond = np.asarray(sys.geom_condim)
-    bad = [i for i, (g1, g2) in enumerate(zip(lay.pair_g1, lay.pair_g2, strict=True))
-           if {1: cond[g1], 2: cond[g2]}.get(int(lay.pair_win[i]), max(cond[g1], cond[g2]))
-           not in (1, 3)]
+    bad = [
+        i
+        for i, (g1, g2) in enumerate(zip(lay.pair_g1, lay.pair_g2, strict=True))
+        if {1: cond[g1], 2: cond[g2]}.get(int(lay.pair_win[i]), max(cond[g1], cond[g2]))
+        not in (1, 3)
+    ]
     for i in bad:
         g1, g2 = lay.pair_g1[i], lay.pair_g2[i]
-        problems.append(f"contact of geoms {sys.geom_names[g1]!r} and {sys.geom_names[g2]!r}: "
-                        "only condim 1 and 3 are supported")
+        problems.append(
+            f"contact of geoms {sys.geom_names[g1]!r} and {sys.geom_names[g2]!r}: "
+            "only condim 1 and 3 are supported"
+        )
     for j, t in enumerate(sys.topology.jnt_type):
         if t == JNT_BALL and sys.jnt_limited[j]:
             problems.append(f"joint {sys.jnt_names[j]!r}: ball joint limits are not supported")
@@ -244,8 +268,12 @@ def invweights(sys: System) -> tuple[jax.Array, jax.Array]:
         js = [j for j in range(topo.njnt) if topo.jnt_body[j] == b]
         if weld[b] == 0:
             tran[b] = rot[b] = 0.0
-        elif (topo.body_parent[b] == 0 and b not in topo.body_parent and js
-              and all(jt[j] == JNT_SLIDE for j in js)):
+        elif (
+            topo.body_parent[b] == 0
+            and b not in topo.body_parent
+            and js
+            and all(jt[j] == JNT_SLIDE for j in js)
+        ):
             tran[b], rot[b] = 1.0 / max(float(sys.body_mass[b]), con.MINVAL), 0.0
     body = np.stack([tran, rot], axis=-1)
     dof = np.zeros(topo.nv)
@@ -253,7 +281,7 @@ def invweights(sys: System) -> tuple[jax.Array, jax.Array]:
     for j, t in enumerate(jt):
         adr = topo.jnt_dofadr[j]
         for size in {0: (3, 3), JNT_BALL: (3,)}.get(int(t), (1,)):
-            dof[adr:adr + size] = dm[adr:adr + size].mean()
+            dof[adr : adr + size] = dm[adr : adr + size].mean()
             adr += size
     return jnp.asarray(body, jnp.float32), jnp.asarray(dof, jnp.float32)
 
@@ -273,8 +301,11 @@ def _pair_params(sys: System, lay: _Layout) -> tuple:
     friction = pick(f1, f2, jnp.maximum(f1, f2))
     s1, s2 = sys.geom_solmix[g1], sys.geom_solmix[g2]
     ok1, ok2 = s1 >= con.MINVAL, s2 >= con.MINVAL
-    mix = jnp.where(ok1 & ok2, s1 / jnp.where(ok1 & ok2, s1 + s2, 1.0),
-                    jnp.where(~ok1 & ~ok2, 0.5, jnp.where(ok1, 1.0, 0.0)))
+    mix = jnp.where(
+        ok1 & ok2,
+        s1 / jnp.where(ok1 & ok2, s1 + s2, 1.0),
+        jnp.where(~ok1 & ~ok2, 0.5, jnp.where(ok1, 1.0, 0.0)),
+    )
     mix = jnp.where(win == 1, 1.0, jnp.where(win == 2, 0.0, mix))[:, None]
     r1, r2 = sys.geom_solref[g1], sys.geom_solref[g2]
     standard = (r1[:, :1] > 0) & (r2[:, :1] > 0)
@@ -286,14 +317,25 @@ def _pair_params(sys: System, lay: _Layout) -> tuple:
     return friction[:, 0], margin, gap, solref, solimp
 
 
-def _collide_all(sys: System, kin: kinematics.Kinematics, lay: _Layout,
-                 margin: jax.Array) -> col.Contact:
+def _collide_all(
+    sys: System, kin: kinematics.Kinematics, lay: _Layout, margin: jax.Array
+) -> col.Contact:
     parts = []
     for t1, t2, g1, g2, idx in lay.groups:
-        fn = jax.vmap(lambda p1, m1, s1, p2, m2, s2, mg, t1=t1, t2=t2: col.collide(
-            t1, t2, p1, m1, s1, p2, m2, s2, mg))
-        c = fn(kin.geom_xpos[g1], kin.geom_xmat[g1], sys.geom_size[g1],
-               kin.geom_xpos[g2], kin.geom_xmat[g2], sys.geom_size[g2], margin[idx])
+        fn = jax.vmap(
+            lambda p1, m1, s1, p2, m2, s2, mg, t1=t1, t2=t2: col.collide(
+                t1, t2, p1, m1, s1, p2, m2, s2, mg
+            )
+        )
+        c = fn(
+            kin.geom_xpos[g1],
+            kin.geom_xmat[g1],
+            sys.geom_size[g1],
+            kin.geom_xpos[g2],
+            kin.geom_xmat[g2],
+            sys.geom_size[g2],
+            margin[idx],
+        )
         parts.append(jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), c))
     return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
 
@@ -366,15 +408,25 @@ def _solved_slots(gap_to_margin: jax.Array, max_contacts: int | None) -> jax.Arr
     return jax.lax.top_k(-gap_to_margin, max_contacts)[1]
 
 
-def _cost(M: jax.Array, qacc_smooth: jax.Array, J: jax.Array, unit_rows: con.UnitRows | None,
-          aref: jax.Array, D: jax.Array, qacc: jax.Array) -> jax.Array:
+def _cost(
+    M: jax.Array,
+    qacc_smooth: jax.Array,
+    J: jax.Array,
+    unit_rows: con.UnitRows | None,
+    aref: jax.Array,
+    D: jax.Array,
+    qacc: jax.Array,
+) -> jax.Array:
     dq = qacc - qacc_smooth
     jar = jnp.minimum(con.row_values(J, unit_rows, qacc) - aref, 0.0)
     return 0.5 * dq @ M @ dq + 0.5 * jnp.sum(D * jar * jar)
 
 
 def solve_constraints(
-    sys: System, state, mass: jax.Array, qfrc_smooth: jax.Array  # noqa: ANN001
+    sys: System,
+    state,  # noqa: ANN001
+    mass: jax.Array,
+    qfrc_smooth: jax.Array,
 ) -> ConstraintResult:
     """Joint-limit and contact forces at ``state`` (one substep's constraint solve)."""
     lay = _layout(sys)
@@ -383,46 +435,61 @@ def solve_constraints(
     qacc_smooth = jsl.cho_solve(jsl.cho_factor(mass), qfrc_smooth)
     empty = empty_contact(sys, dtype)
     if lay.nlim == 0 and lay.ncon == 0:
-        return ConstraintResult(jnp.zeros_like(qfrc_smooth), qacc_smooth, empty,
-                                jnp.zeros((nb, 6), dtype))
+        return ConstraintResult(
+            jnp.zeros_like(qfrc_smooth), qacc_smooth, empty, jnp.zeros((nb, 6), dtype)
+        )
     J, unit, pos, mask, diag, solref, solimp, contact = _rows(sys, state, lay)
     vel = con.row_values(J, unit, state.qd)
     aref, R = con.soft_rows(pos, vel, diag, solref, solimp, sys.timestep)
     D = jnp.where(mask, 1.0 / R, 0.0)
     warm = state.qacc
     use_warm = _cost(mass, qacc_smooth, J, unit, aref, D, warm) < _cost(
-        mass, qacc_smooth, J, unit, aref, D, qacc_smooth)
+        mass, qacc_smooth, J, unit, aref, D, qacc_smooth
+    )
     x0 = jnp.where(use_warm, warm, qacc_smooth)
-    res = con.solve(mass, qacc_smooth, J, aref, R, mask, qacc_init=x0,
-                    iterations=SOLVER_ITERATIONS, line_search=LINE_SEARCH, unit_rows=unit)
+    res = con.solve(
+        mass,
+        qacc_smooth,
+        J,
+        aref,
+        R,
+        mask,
+        qacc_init=x0,
+        iterations=SOLVER_ITERATIONS,
+        line_search=LINE_SEARCH,
+        unit_rows=unit,
+    )
     if contact is None:
         return ConstraintResult(res.qfrc_constraint, res.qacc, empty, jnp.zeros((nb, 6), dtype))
     c, mu_s, c1, active, sel = contact  # mu_s, c1: of the solved slots `sel`
-    f = res.efc_force[2 * lay.nlim:].reshape(len(sel), 4)
+    f = res.efc_force[2 * lay.nlim :].reshape(len(sel), 4)
     local = jax.vmap(con.pyramid_force)(f, mu_s)
     if np.any(lay.slot_condim1):  # frictionless: the normal row alone
         local = jnp.where(c1[:, None], f[:, :3] * jnp.array([1.0, 0.0, 0.0]), local)
     local = jnp.zeros((lay.ncon, 3), local.dtype).at[sel].set(local)
     local = jnp.where(active[:, None], local, 0.0)
     cstate = ContactState(c.dist, c.pos, c.frame, local)
-    return ConstraintResult(res.qfrc_constraint, res.qacc, cstate,
-                            _cfrc_ext(sys, state.kin, lay, cstate))
+    return ConstraintResult(
+        res.qfrc_constraint, res.qacc, cstate, _cfrc_ext(sys, state.kin, lay, cstate)
+    )
 
 
 def empty_contact(sys: System, dtype: jnp.dtype = jnp.float32) -> ContactState:
     """All-inactive contact slots (the state after init)."""
     n = _layout(sys).ncon
-    return ContactState(jnp.full((n,), col.FAR, dtype), jnp.zeros((n, 3), dtype),
-                        jnp.broadcast_to(jnp.eye(3, dtype=dtype), (n, 3, 3)),
-                        jnp.zeros((n, 3), dtype))
+    return ContactState(
+        jnp.full((n,), col.FAR, dtype),
+        jnp.zeros((n, 3), dtype),
+        jnp.broadcast_to(jnp.eye(3, dtype=dtype), (n, 3, 3)),
+        jnp.zeros((n, 3), dtype),
+    )
 
 
 def _world_force(c: ContactState) -> jax.Array:
     return jnp.einsum("ci,cij->cj", c.force, c.frame)
 
 
-def _cfrc_ext(sys: System, kin: kinematics.Kinematics, lay: _Layout,
-              c: ContactState) -> jax.Array:
+def _cfrc_ext(sys: System, kin: kinematics.Kinematics, lay: _Layout, c: ContactState) -> jax.Array:
     """MuJoCo's cfrc_ext from contacts: per body (torque about its tree's com, force)."""
     topo = sys.topology
     fw = _world_force(c)

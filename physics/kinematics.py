@@ -103,10 +103,12 @@ def forward_kinematics(sys: System, q: jax.Array) -> Kinematics:
         fquat = math.quat_normalize(q[adr[:, None] + np.arange(3, 7)])
         keep = np.ones(nb, bool)
         keep[fb] = False
-        lpos = jnp.where(keep[:, None], lpos, jnp.zeros_like(lpos).at[fb].set(
-            q[adr[:, None] + np.arange(3)]))
-        lmat = jnp.where(keep[:, None, None], lmat, jnp.zeros_like(lmat).at[fb].set(
-            math.quat_to_mat(fquat)))
+        lpos = jnp.where(
+            keep[:, None], lpos, jnp.zeros_like(lpos).at[fb].set(q[adr[:, None] + np.arange(3)])
+        )
+        lmat = jnp.where(
+            keep[:, None, None], lmat, jnp.zeros_like(lmat).at[fb].set(math.quat_to_mat(fquat))
+        )
 
     # Compose down the tree one level (all bodies at one depth) at a time; parents are found
     # in the previous level's results, then levels are put back into body order.
@@ -125,8 +127,9 @@ def forward_kinematics(sys: System, q: jax.Array) -> Kinematics:
 
     # Joint anchors and axes, in the frame before each joint.
     pre_pos, pre_mat = jnp.stack(pre_pos, 1), jnp.stack(pre_mat, 1)
-    jp, jr = _compose(xpos[parent[jbody]], xmat[parent[jbody]],
-                      pre_pos[jbody, jslot], pre_mat[jbody, jslot])
+    jp, jr = _compose(
+        xpos[parent[jbody]], xmat[parent[jbody]], pre_pos[jbody, jslot], pre_mat[jbody, jslot]
+    )
     xanchor = jp + math.mat_vec(jr, sys.jnt_pos)
     xaxis = math.mat_vec(jr, sys.jnt_axis)
     is_free = (jtype == JNT_FREE)[:, None]
@@ -146,8 +149,9 @@ def forward_kinematics(sys: System, q: jax.Array) -> Kinematics:
     gb = np.asarray(sys.geom_body, np.int32)
     geom_xpos = xpos[gb] + math.mat_vec(xmat[gb], sys.geom_pos)
     geom_xmat = math.mat_mul(xmat[gb], math.quat_to_mat(sys.geom_quat))
-    return Kinematics(xpos, xmat, xipos, xanchor, xaxis, subtree_com, cdof, cinert,
-                      geom_xpos, geom_xmat)
+    return Kinematics(
+        xpos, xmat, xipos, xanchor, xaxis, subtree_com, cdof, cinert, geom_xpos, geom_xmat
+    )
 
 
 def _motion_subspace(

@@ -46,27 +46,83 @@ _KNOWN = {
     "body": {"pos", "childclass", *_ORIENT} | _VISUAL,
     "inertial": {"pos", "mass", "diaginertia", "fullinertia", *_ORIENT},
     "joint": {
-        "type", "pos", "axis", "range", "limited", "armature", "damping", "stiffness",
-        "springref", "ref", "margin", "solreflimit", "solimplimit", "frictionloss",
-        "solreffriction", "solimpfriction",
-    } | _VISUAL,
+        "type",
+        "pos",
+        "axis",
+        "range",
+        "limited",
+        "armature",
+        "damping",
+        "stiffness",
+        "springref",
+        "ref",
+        "margin",
+        "solreflimit",
+        "solimplimit",
+        "frictionloss",
+        "solreffriction",
+        "solimpfriction",
+    }
+    | _VISUAL,
     "freejoint": _VISUAL,
     "geom": {
-        "type", "pos", "size", "fromto", "friction", "contype", "conaffinity", "condim",
-        "density", "mass", "margin", "gap", "solref", "solimp", "solmix", "priority",
+        "type",
+        "pos",
+        "size",
+        "fromto",
+        "friction",
+        "contype",
+        "conaffinity",
+        "condim",
+        "density",
+        "mass",
+        "margin",
+        "gap",
+        "solref",
+        "solimp",
+        "solmix",
+        "priority",
         *_ORIENT,
-    } | _VISUAL,
-    "motor": {"joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"}
+    }
     | _VISUAL,
+    "motor": {"joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"} | _VISUAL,
     "option": {
-        "timestep", "gravity", "integrator", "iterations", "ls_iterations", "tolerance",
-        "ls_tolerance", "solver", "cone", "impratio", "noslip_iterations", "density",
-        "viscosity", "wind", "magnetic", "jacobian", "apirate",
+        "timestep",
+        "gravity",
+        "integrator",
+        "iterations",
+        "ls_iterations",
+        "tolerance",
+        "ls_tolerance",
+        "solver",
+        "cone",
+        "impratio",
+        "noslip_iterations",
+        "density",
+        "viscosity",
+        "wind",
+        "magnetic",
+        "jacobian",
+        "apirate",
     },
     "compiler": {
-        "angle", "coordinate", "inertiafromgeom", "settotalmass", "eulerseq", "autolimits",
-        "meshdir", "texturedir", "assetdir", "discardvisual", "strippath", "usethread",
-        "boundmass", "boundinertia", "balanceinertia", "fusestatic", "alignfree",
+        "angle",
+        "coordinate",
+        "inertiafromgeom",
+        "settotalmass",
+        "eulerseq",
+        "autolimits",
+        "meshdir",
+        "texturedir",
+        "assetdir",
+        "discardvisual",
+        "strippath",
+        "usethread",
+        "boundmass",
+        "boundinertia",
+        "balanceinertia",
+        "fusestatic",
+        "alignfree",
     },
     "fixed": {"limited", "range", "stiffness", "damping", "frictionloss", "springlength"}
     | _VISUAL
@@ -76,8 +132,18 @@ _KNOWN = {
 # Vector attributes that may be given partially, the rest coming from the default class.
 _PARTIAL = {"friction", "solimp", "solimplimit", "size", "gear"}
 # Elements skipped because they never change the dynamics.
-_IGNORED = {"site", "camera", "light", "asset", "visual", "statistic", "custom", "size",
-            "keyframe", "sensor"}
+_IGNORED = {
+    "site",
+    "camera",
+    "light",
+    "asset",
+    "visual",
+    "statistic",
+    "custom",
+    "size",
+    "keyframe",
+    "sensor",
+}
 # Option values that must keep MuJoCo's default for the model to be simulated faithfully.
 _OPTION_ZERO = ("noslip_iterations", "density", "viscosity")
 
@@ -102,21 +168,25 @@ def _axis_angle_quat(axis: np.ndarray, angle: float) -> np.ndarray:
 def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     aw, ax, ay, az = a
     bw, bx, by, bz = b
-    return np.array([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ])
+    return np.array(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
 
 
 def _quat_mat(q: np.ndarray) -> np.ndarray:
     w, x, y, z = q / np.linalg.norm(q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def _mat_quat(r: np.ndarray) -> np.ndarray:
@@ -178,7 +248,7 @@ class _Loader:
         for key, text in elem.attrib.items():
             if key in _PARTIAL and key in out:  # MuJoCo overwrites only the numbers given
                 given, dflt = text.split(), out[key].split()
-                text = " ".join(given + dflt[len(given):])
+                text = " ".join(given + dflt[len(given) :])
             out[key] = text
         unknown = sorted(set(out) - _KNOWN[elem.tag])
         if unknown:
@@ -221,8 +291,13 @@ class _Loader:
             self.autolimits = a.get("autolimits", "true") == "true"
             if a.get("coordinate", "local") != "local":
                 raise self.error(c, "only coordinate='local' is supported")
-            for key, ok in (("boundmass", "0"), ("boundinertia", "0"), ("balanceinertia", "false"),
-                            ("fusestatic", "false"), ("alignfree", "false")):
+            for key, ok in (
+                ("boundmass", "0"),
+                ("boundinertia", "0"),
+                ("balanceinertia", "false"),
+                ("fusestatic", "false"),
+                ("alignfree", "false"),
+            ):
                 if a.get(key, ok) not in (ok, "0.0"):
                     raise self.error(c, f"unsupported compiler option {key}={a[key]!r}")
 
@@ -250,11 +325,14 @@ class _Loader:
             if integrator not in ("Euler", "RK4", "implicit", "implicitfast"):
                 raise self.error(o, f"unknown integrator {integrator!r}")
             if integrator != "Euler":
-                warnings.warn(f"{self.source}: <option integrator={integrator!r}> is simulated "
-                              "with MuJoCo's semi-implicit Euler (implicit joint damping), the "
-                              "only integrator of this engine; trajectories differ from "
-                              f"MuJoCo's {integrator} by the integration error",
-                              MJCFWarning, stacklevel=4)
+                warnings.warn(
+                    f"{self.source}: <option integrator={integrator!r}> is simulated "
+                    "with MuJoCo's semi-implicit Euler (implicit joint damping), the "
+                    "only integrator of this engine; trajectories differ from "
+                    f"MuJoCo's {integrator} by the integration error",
+                    MJCFWarning,
+                    stacklevel=4,
+                )
 
     def parse_defaults(self) -> None:
         self.classes["main"] = {}
@@ -326,8 +404,14 @@ class _Loader:
             if cls not in self.classes:
                 raise self.error(elem, f"unknown childclass {cls!r}")
         bid = len(self.bodies)
-        body = {"elem": elem, "parent": parent, "pos": pos, "quat": quat, "inertial": None,
-                "name": a.get("name", "world" if is_world else "")}
+        body = {
+            "elem": elem,
+            "parent": parent,
+            "pos": pos,
+            "quat": quat,
+            "inertial": None,
+            "name": a.get("name", "world" if is_world else ""),
+        }
         self.bodies.append(body)
         for child in elem:
             tag = child.tag
@@ -362,8 +446,11 @@ class _Loader:
             inertia = np.diag(self.get_floats(elem, a, "diaginertia", None, 3))
         else:
             raise self.error(elem, "<inertial> needs diaginertia or fullinertia")
-        body["inertial"] = (mass, self.get_floats(elem, a, "pos", np.zeros(3), 3),
-                            rot @ inertia @ rot.T)
+        body["inertial"] = (
+            mass,
+            self.get_floats(elem, a, "pos", np.zeros(3), 3),
+            rot @ inertia @ rot.T,
+        )
 
     def add_joint(self, elem: ET.Element, bid: int, cls: str) -> None:
         a = self.attrs(elem, cls)
@@ -387,20 +474,26 @@ class _Loader:
         if np.linalg.norm(axis) < 1e-10:
             raise self.error(elem, "joint axis is zero")
         solimp = self.get_floats(elem, a, "solimplimit", [0.9, 0.95, 0.001, 0.5, 2.0])
-        self.joints.append({
-            "elem": elem, "body": bid, "type": t, "name": a.get("name", ""),
-            "pos": self.get_floats(elem, a, "pos", np.zeros(3), 3),
-            "axis": axis / np.linalg.norm(axis),
-            "range": conv(rng), "limited": bool(limited),
-            "margin": float(a.get("margin", 0)),
-            "solref": self.get_floats(elem, a, "solreflimit", [0.02, 1.0], 2),
-            "solimp": np.concatenate([solimp, [0.9, 0.95, 0.001, 0.5, 2.0][len(solimp):]]),
-            "stiffness": float(a.get("stiffness", 0)),
-            "armature": float(a.get("armature", 0)),
-            "damping": float(a.get("damping", 0)),
-            "ref": float(conv(float(a.get("ref", 0)))),
-            "springref": float(conv(float(a.get("springref", 0)))),
-        })
+        self.joints.append(
+            {
+                "elem": elem,
+                "body": bid,
+                "type": t,
+                "name": a.get("name", ""),
+                "pos": self.get_floats(elem, a, "pos", np.zeros(3), 3),
+                "axis": axis / np.linalg.norm(axis),
+                "range": conv(rng),
+                "limited": bool(limited),
+                "margin": float(a.get("margin", 0)),
+                "solref": self.get_floats(elem, a, "solreflimit", [0.02, 1.0], 2),
+                "solimp": np.concatenate([solimp, [0.9, 0.95, 0.001, 0.5, 2.0][len(solimp) :]]),
+                "stiffness": float(a.get("stiffness", 0)),
+                "armature": float(a.get("armature", 0)),
+                "damping": float(a.get("damping", 0)),
+                "ref": float(conv(float(a.get("ref", 0)))),
+                "springref": float(conv(float(a.get("springref", 0)))),
+            }
+        )
 
     def add_geom(self, elem: ET.Element, bid: int, cls: str) -> None:
         a = self.attrs(elem, cls)
@@ -411,8 +504,13 @@ class _Loader:
         size = self.get_floats(elem, a, "size", [])
         pos = self.get_floats(elem, a, "pos", np.zeros(3), 3)
         quat = self.orientation(elem, a)
-        need = {S.GEOM_PLANE: 0, S.GEOM_SPHERE: 1, S.GEOM_CAPSULE: 2, S.GEOM_CYLINDER: 2,
-                S.GEOM_BOX: 3}[t]
+        need = {
+            S.GEOM_PLANE: 0,
+            S.GEOM_SPHERE: 1,
+            S.GEOM_CAPSULE: 2,
+            S.GEOM_CYLINDER: 2,
+            S.GEOM_BOX: 3,
+        }[t]
         if "fromto" in a:
             if t not in (S.GEOM_CAPSULE, S.GEOM_CYLINDER, S.GEOM_BOX):
                 raise self.error(elem, f"fromto is not allowed on a {gname} geom")
@@ -434,20 +532,31 @@ class _Loader:
             raise self.error(elem, "plane geoms must belong to the world body")
         size = np.concatenate([size, np.zeros(3)])[:3]
         friction = self.get_floats(elem, a, "friction", [1.0, 0.005, 0.0001])
-        friction = np.concatenate([friction, [1.0, 0.005, 0.0001][len(friction):]])
+        friction = np.concatenate([friction, [1.0, 0.005, 0.0001][len(friction) :]])
         solimp = self.get_floats(elem, a, "solimp", [0.9, 0.95, 0.001, 0.5, 2.0])
-        self.geoms.append({
-            "elem": elem, "body": bid, "type": t, "name": a.get("name", ""), "size": size,
-            "pos": pos, "quat": quat, "friction": friction,
-            "contype": int(a.get("contype", 1)), "conaffinity": int(a.get("conaffinity", 1)),
-            "condim": int(a.get("condim", 3)), "priority": int(a.get("priority", 0)),
-            "density": float(a.get("density", 1000.0)),
-            "mass": float(a["mass"]) if "mass" in a else None,
-            "margin": float(a.get("margin", 0)), "gap": float(a.get("gap", 0)),
-            "solmix": float(a.get("solmix", 1.0)),
-            "solref": self.get_floats(elem, a, "solref", [0.02, 1.0], 2),
-            "solimp": np.concatenate([solimp, [0.9, 0.95, 0.001, 0.5, 2.0][len(solimp):]]),
-        })
+        self.geoms.append(
+            {
+                "elem": elem,
+                "body": bid,
+                "type": t,
+                "name": a.get("name", ""),
+                "size": size,
+                "pos": pos,
+                "quat": quat,
+                "friction": friction,
+                "contype": int(a.get("contype", 1)),
+                "conaffinity": int(a.get("conaffinity", 1)),
+                "condim": int(a.get("condim", 3)),
+                "priority": int(a.get("priority", 0)),
+                "density": float(a.get("density", 1000.0)),
+                "mass": float(a["mass"]) if "mass" in a else None,
+                "margin": float(a.get("margin", 0)),
+                "gap": float(a.get("gap", 0)),
+                "solmix": float(a.get("solmix", 1.0)),
+                "solref": self.get_floats(elem, a, "solref", [0.02, 1.0], 2),
+                "solimp": np.concatenate([solimp, [0.9, 0.95, 0.001, 0.5, 2.0][len(solimp) :]]),
+            }
+        )
 
     # ---------------------------------------------------------------- actuators, contact, tendon
     def parse_actuators(self) -> None:
@@ -472,15 +581,21 @@ class _Loader:
                 inf = np.array([-np.inf, np.inf])
                 ctrllimited = self.flag(m, a, "ctrllimited", "ctrlrange" in a)
                 forcelimited = self.flag(m, a, "forcelimited", "forcerange" in a)
-                for lim, rng, key in ((ctrllimited, ctrl, "ctrlrange"),
-                                      (forcelimited, force, "forcerange")):
+                for lim, rng, key in (
+                    (ctrllimited, ctrl, "ctrlrange"),
+                    (forcelimited, force, "forcerange"),
+                ):
                     if lim and not rng[0] < rng[1]:
                         raise self.error(m, f"limited {key} needs lo < hi, got {rng}")
-                self.actuators.append({
-                    "name": a.get("name", ""), "joint": jid, "gear": float(gear[0]),
-                    "ctrlrange": ctrl if ctrllimited else inf,
-                    "forcerange": force if forcelimited else inf,
-                })
+                self.actuators.append(
+                    {
+                        "name": a.get("name", ""),
+                        "joint": jid,
+                        "gear": float(gear[0]),
+                        "ctrlrange": ctrl if ctrllimited else inf,
+                        "forcerange": force if forcelimited else inf,
+                    }
+                )
 
     def parse_contact_and_tendons(self) -> None:
         for sec in self.root.iter("contact"):
@@ -498,11 +613,15 @@ class _Loader:
                 if t.tag != "fixed":
                     raise self.error(t, f"unsupported tendon <{t.tag}>")
                 a = self.attrs(t, "main")
-                active = [k for k in ("stiffness", "damping", "frictionloss")
-                          if float(a.get(k, 0)) != 0]
+                active = [
+                    k for k in ("stiffness", "damping", "frictionloss") if float(a.get(k, 0)) != 0
+                ]
                 if active or self.flag(t, a, "limited", "range" in a):
-                    raise self.error(t, "fixed tendons with stiffness, damping, frictionloss or "
-                                     "limits are unsupported")
+                    raise self.error(
+                        t,
+                        "fixed tendons with stiffness, damping, frictionloss or "
+                        "limits are unsupported",
+                    )
                 # A passive, unlimited, unactuated fixed tendon exerts no force.
 
     # ---------------------------------------------------------------- mass properties
@@ -575,8 +694,19 @@ class _Loader:
     def build(self) -> S.System:
         top = [c.tag for c in self.root]
         for tag in top:
-            if tag not in {"compiler", "option", "default", "worldbody", "actuator", "contact",
-                           "tendon"} | _IGNORED:
+            if (
+                tag
+                not in {
+                    "compiler",
+                    "option",
+                    "default",
+                    "worldbody",
+                    "actuator",
+                    "contact",
+                    "tendon",
+                }
+                | _IGNORED
+            ):
                 raise self.error(None, f"unsupported element <{tag}>")
         self.parse_compiler()
         self.parse_option()
@@ -589,8 +719,9 @@ class _Loader:
         self.parse_contact_and_tendons()
         mass, ipos, inertia = self.body_inertias()
         parent = tuple(b["parent"] for b in self.bodies)
-        topo = S.Topology(parent, tuple(j["type"] for j in self.joints),
-                          tuple(j["body"] for j in self.joints))
+        topo = S.Topology(
+            parent, tuple(j["type"] for j in self.joints), tuple(j["body"] for j in self.joints)
+        )
         self.check_masses(topo, mass)
         names = [b["name"] for b in self.bodies]
         excl = []
@@ -617,7 +748,8 @@ class _Loader:
             damping += [j["damping"]] * nv
 
         f32 = lambda x, shape=None: jnp.asarray(  # noqa: E731
-            np.asarray(x, np.float64).reshape(shape) if shape else x, jnp.float32)
+            np.asarray(x, np.float64).reshape(shape) if shape else x, jnp.float32
+        )
         nj, ng, nu = len(self.joints), len(self.geoms), len(self.actuators)
         jf = lambda k, shape: f32([j[k] for j in self.joints], (nj, *shape))  # noqa: E731
         gf = lambda k, shape: f32([g[k] for g in self.geoms], (ng, *shape))  # noqa: E731
@@ -673,18 +805,28 @@ class _Loader:
             cone=self.cone,
             impratio=self.impratio,
             contact_pairs=contact.contact_pairs(
-                topo, tuple(g["type"] for g in self.geoms), tuple(g["body"] for g in self.geoms),
+                topo,
+                tuple(g["type"] for g in self.geoms),
+                tuple(g["body"] for g in self.geoms),
                 tuple(g["contype"] for g in self.geoms),
-                tuple(g["conaffinity"] for g in self.geoms), tuple(excl)),
+                tuple(g["conaffinity"] for g in self.geoms),
+                tuple(excl),
+            ),
         )
         dropped = contact.unsupported_pairs(sys_.geom_type, sys_.contact_pairs)
         if dropped:  # e.g. cylinders: loadable (inertia), but without a collision function
-            names = ", ".join(f"({sys_.geom_names[a] or a!r}, {sys_.geom_names[b] or b!r})"
-                              for a, b in dropped)
-            warnings.warn(f"{self.source}: no collision function for geom pair(s) {names}; "
-                          "they are not collided", MJCFWarning, stacklevel=3)
-            sys_ = dataclasses.replace(sys_, contact_pairs=tuple(
-                p for p in sys_.contact_pairs if p not in dropped))
+            names = ", ".join(
+                f"({sys_.geom_names[a] or a!r}, {sys_.geom_names[b] or b!r})" for a, b in dropped
+            )
+            warnings.warn(
+                f"{self.source}: no collision function for geom pair(s) {names}; "
+                "they are not collided",
+                MJCFWarning,
+                stacklevel=3,
+            )
+            sys_ = dataclasses.replace(
+                sys_, contact_pairs=tuple(p for p in sys_.contact_pairs if p not in dropped)
+            )
         problems = contact.check_supported(sys_)
         if self.cone != "pyramidal":
             problems.append(f"cone={self.cone!r}: only the pyramidal cone is supported")
@@ -699,8 +841,9 @@ class _Loader:
         for j in self.joints:
             b = j["body"]
             if subtree[b] < _MINVAL and j["armature"] <= 0:
-                raise self.error(self.bodies[b]["elem"],
-                                 f"moving body has zero mass (joint {j['name']!r})")
+                raise self.error(
+                    self.bodies[b]["elem"], f"moving body has zero mass (joint {j['name']!r})"
+                )
 
 
 def _parse(source: str | os.PathLike) -> tuple[ET.Element, str]:

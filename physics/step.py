@@ -83,8 +83,17 @@ def init(sys: System, q: jax.Array | None = None, qd: jax.Array | None = None) -
     kin = kinematics.forward_kinematics(sys, q)
     cvel = kinematics.com_velocity(sys, kin.cdof, qd)
     zero = jnp.zeros(sys.nv, dtype)
-    return State(q, qd, jnp.zeros((), dtype), kin, cvel, zero, zero,
-                 contact.empty_contact(sys, dtype), jnp.zeros((sys.nbody, 6), dtype))
+    return State(
+        q,
+        qd,
+        jnp.zeros((), dtype),
+        kin,
+        cvel,
+        zero,
+        zero,
+        contact.empty_contact(sys, dtype),
+        jnp.zeros((sys.nbody, 6), dtype),
+    )
 
 
 def smooth_force(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
@@ -157,6 +166,7 @@ def step(sys: System, state: State, ctrl: jax.Array, n_substeps: int = 1) -> Sta
     ctrl = jnp.asarray(ctrl, state.qd.dtype)
     if n_substeps == 1:
         return _substep(sys, state, ctrl)
-    state, _ = jax.lax.scan(lambda s, _: (_substep(sys, s, ctrl), None), state, None,
-                            length=n_substeps)
+    state, _ = jax.lax.scan(
+        lambda s, _: (_substep(sys, s, ctrl), None), state, None, length=n_substeps
+    )
     return state

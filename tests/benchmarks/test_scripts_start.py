@@ -26,7 +26,10 @@ def test_every_benchmark_is_found():
 def test_script_starts(script, tmp_path):
     out = subprocess.run(
         [sys.executable, str(script), "--help"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "usage:" in out.stdout

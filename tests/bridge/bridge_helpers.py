@@ -22,8 +22,14 @@ class Proc:
     def __init__(self, args: list[str], env: dict | None = None):
         self.args = args
         self.popen = subprocess.Popen(
-            args, cwd=ROOT, env=env or ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+            args,
+            cwd=ROOT,
+            env=env or ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
         )
         self.lines: list[str] = []
         self._queue: queue.Queue = queue.Queue()
@@ -50,11 +56,14 @@ class Proc:
             if self.popen.poll() is not None and seen == len(self.lines):
                 time.sleep(0.2)
                 if seen == len(self.lines):
-                    raise AssertionError(f"process exited ({self.popen.returncode}) before "
-                                         f"{pattern!r}:\n" + "\n".join(self.lines[-40:]))
+                    raise AssertionError(
+                        f"process exited ({self.popen.returncode}) before "
+                        f"{pattern!r}:\n" + "\n".join(self.lines[-40:])
+                    )
             if time.monotonic() > deadline:
-                raise AssertionError(f"no {pattern!r} within {timeout} s:\n"
-                                     + "\n".join(self.lines[-40:]))
+                raise AssertionError(
+                    f"no {pattern!r} within {timeout} s:\n" + "\n".join(self.lines[-40:])
+                )
             time.sleep(0.05)
 
     def alive(self) -> bool:
@@ -73,8 +82,9 @@ class Proc:
         self.kill(signal.SIGTERM)
 
 
-def serve(run_dir: Path, *overrides: str, preset="cartpole_vtrace_bridge", port=0,
-          resume=False) -> tuple[Proc, int]:
+def serve(
+    run_dir: Path, *overrides: str, preset="cartpole_vtrace_bridge", port=0, resume=False
+) -> tuple[Proc, int]:
     args = [sys.executable, "-m", "accelrl.cli", "serve"]
     args += [] if resume else [preset]
     args += ["--port", str(port), "--run-dir", str(run_dir), *overrides]
@@ -86,13 +96,26 @@ def serve(run_dir: Path, *overrides: str, preset="cartpole_vtrace_bridge", port=
 
 
 def actor(port: int, num_envs=4, env="gymnasium:CartPole-v1", extra=()) -> Proc:
-    return Proc([sys.executable, "-m", "accelrl.bridge.actor", "--server", f"127.0.0.1:{port}",
-                 "--env", env, "--num-envs", str(num_envs), "--give-up-after", "300", *extra])
+    return Proc(
+        [
+            sys.executable,
+            "-m",
+            "accelrl.bridge.actor",
+            "--server",
+            f"127.0.0.1:{port}",
+            "--env",
+            env,
+            "--num-envs",
+            str(num_envs),
+            "--give-up-after",
+            "300",
+            *extra,
+        ]
+    )
 
 
 def updates(proc: Proc) -> list[int]:
-    return [int(m.group(1)) for line in proc.lines
-            if (m := re.match(r"update\s+(\d+)", line))]
+    return [int(m.group(1)) for line in proc.lines if (m := re.match(r"update\s+(\d+)", line))]
 
 
 def waits_ms(proc: Proc) -> list[float]:

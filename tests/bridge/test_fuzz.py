@@ -20,8 +20,9 @@ class Stream:
 
     def __init__(self, channel):
         self._out = queue.Queue()
-        call = channel.stream_stream(METHOD, request_serializer=None,
-                                     response_deserializer=pb.ServerMessage.FromString)
+        call = channel.stream_stream(
+            METHOD, request_serializer=None, response_deserializer=pb.ServerMessage.FromString
+        )
         self._responses = call(iter(self._out.get, None), timeout=60)
 
     def send(self, message):
@@ -73,8 +74,12 @@ def garbage_cases(own_ids, foreign_ids):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    proc, port = serve(tmp_path_factory.mktemp("fuzz"), "total_env_steps=100000000",
-                       "bridge.max_envs_per_actor=16", "bridge.handshake_timeout_s=1.5")
+    proc, port = serve(
+        tmp_path_factory.mktemp("fuzz"),
+        "total_env_steps=100000000",
+        "bridge.max_envs_per_actor=16",
+        "bridge.handshake_timeout_s=1.5",
+    )
     yield proc, port
     proc.kill()
 
@@ -116,7 +121,10 @@ def test_fuzz_refused_while_good_actor_served(server):
             with pytest.raises(grpc.RpcError) as info:
                 bad.read()
             assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (
-                name, info.value.code(), info.value.details())
+                name,
+                info.value.code(),
+                info.value.details(),
+            )
             good_round_trip()
         # beyond the transport limit gRPC itself refuses the message
         bad = Stream(channel)

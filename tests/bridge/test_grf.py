@@ -12,8 +12,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_grf_empty_goal_close_through_bridge(tmp_path):
-    server, port = serve(tmp_path / "run", "total_env_steps=100000000",
-                         preset="grf_vtrace_bridge")
+    server, port = serve(tmp_path / "run", "total_env_steps=100000000", preset="grf_vtrace_bridge")
     worker = actor(port, num_envs=2, env="grf:academy_empty_goal_close")
     try:
         server.wait_for(r"update\s+\d+", 300)

@@ -14,9 +14,21 @@ from bridge_helpers import ENV, ROOT, read_scalars
 def test_cartpole_through_bridge_reaches_475(tmp_path):
     run = tmp_path / "run"
     out = subprocess.run(
-        [sys.executable, "-m", "accelrl.cli", "train", "cartpole_vtrace_bridge",
-         "--run-dir", str(run), "total_env_steps=150000"],
-        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "accelrl.cli",
+            "train",
+            "cartpole_vtrace_bridge",
+            "--run-dir",
+            str(run),
+            "total_env_steps=150000",
+        ],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     returns = [value for _, value in read_scalars(run)["charts/episodic_return"]]
@@ -28,7 +40,11 @@ def test_cartpole_through_bridge_reaches_475(tmp_path):
     # `accelrl eval` on the bridge run: the saved policy's mode on CartPole-v1, in-process
     evaluated = subprocess.run(
         [sys.executable, "-m", "accelrl.cli", "eval", str(run), "--episodes", "4"],
-        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert evaluated.returncode == 0, evaluated.stdout[-2000:] + evaluated.stderr[-2000:]
     report = json.loads((run / "eval.json").read_text())

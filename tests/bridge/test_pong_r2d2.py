@@ -16,10 +16,21 @@ if not (Path(ale_py.__file__).parent / "roms" / "pong.bin").exists():
     pytest.skip("ale-py has no Pong ROM (ale_py/roms/pong.bin)", allow_module_level=True)
 
 SMALL = [
-    "r2d2.lstm_size=32", "r2d2.head_size=32", "r2d2.burn_in=2", "r2d2.trace_length=4",
-    "r2d2.period=2", "r2d2.batch_size=4", "r2d2.replay_capacity=64", "r2d2.min_replay_size=4",
-    "env.num_envs=4", "bridge.batch_unrolls=4", "bridge.queue_size=4", "bridge.num_actors=1",
-    "bridge.envs_per_actor=2", "bridge.max_envs=4", "bridge.max_batch=2",
+    "r2d2.lstm_size=32",
+    "r2d2.head_size=32",
+    "r2d2.burn_in=2",
+    "r2d2.trace_length=4",
+    "r2d2.period=2",
+    "r2d2.batch_size=4",
+    "r2d2.replay_capacity=64",
+    "r2d2.min_replay_size=4",
+    "env.num_envs=4",
+    "bridge.batch_unrolls=4",
+    "bridge.queue_size=4",
+    "bridge.num_actors=1",
+    "bridge.envs_per_actor=2",
+    "bridge.max_envs=4",
+    "bridge.max_batch=2",
     "total_env_steps=64",
 ]
 
@@ -27,8 +38,22 @@ SMALL = [
 def test_pong_r2d2_preset_acts_and_learns(tmp_path):
     run = tmp_path / "run"
     out = subprocess.run(
-        [sys.executable, "-m", "accelrl.cli", "train", "pong_r2d2_bridge", "--run-dir", str(run),
-         *SMALL], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "accelrl.cli",
+            "train",
+            "pong_r2d2_bridge",
+            "--run-dir",
+            str(run),
+            *SMALL,
+        ],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "gymnasium:ALE/Pong-v5" in out.stdout and "agent obs [84, 84, 4]" in out.stdout
     scalars = read_scalars(run)

@@ -30,9 +30,18 @@ def test_generated_code_matches_proto(tmp_path):
         (ROOT / "accelrl/bridge/bridge.proto").read_bytes()
     )
     subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", "-I.", "--python_out=.",
-         "--grpc_python_out=.", "accelrl/bridge/bridge.proto"],
-        cwd=tmp_path, check=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "grpc_tools.protoc",
+            "-I.",
+            "--python_out=.",
+            "--grpc_python_out=.",
+            "accelrl/bridge/bridge.proto",
+        ],
+        cwd=tmp_path,
+        check=True,
+        timeout=60,
     )
     for name in ("bridge_pb2.py", "bridge_pb2_grpc.py"):
         fresh = (tmp_path / "accelrl/bridge" / name).read_text()
@@ -51,8 +60,9 @@ def test_actor_imports_without_jax():
         "print(actor.env_spec(env))\n"
         "assert not any(m.startswith('jax') for m in sys.modules if sys.modules[m])\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert "float32" in out.stdout
 
@@ -95,8 +105,9 @@ def test_decode_steps_validates():
         "finite": _steps([3], reward=np.array([np.nan], np.float32)),
         "dtype": _steps([3], obs=np.zeros((1, 4), np.float64)),
         "shape": _steps([3], obs=np.zeros((1, 5), np.float32)),
-        "final_observation": _steps([3], terminated=np.array([True]),
-                                    final=np.zeros((0, 4), np.float32)),
+        "final_observation": _steps(
+            [3], terminated=np.array([True]), final=np.zeros((0, 4), np.float32)
+        ),
     }
     for fragment, steps in cases.items():
         with pytest.raises(ProtocolError, match=fragment):

@@ -12,8 +12,14 @@ from bridge_helpers import ENV, ROOT, read_scalars
 
 
 def accelrl(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "accelrl.cli", *args], cwd=ROOT, env=ENV,
-                         capture_output=True, text=True, timeout=timeout)
+    out = subprocess.run(
+        [sys.executable, "-m", "accelrl.cli", *args],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return out
 

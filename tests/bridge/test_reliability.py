@@ -5,8 +5,13 @@ import time
 from bridge_helpers import actor, serve, updates, waits_ms
 
 DEADLINE_MS = 20.0
-SMALL = ["agent.unroll_length=16", "bridge.batch_unrolls=4", "bridge.checkpoint_every_updates=5",
-         f"bridge.deadline_ms={DEADLINE_MS}", "bridge.max_batch=64"]
+SMALL = [
+    "agent.unroll_length=16",
+    "bridge.batch_unrolls=4",
+    "bridge.checkpoint_every_updates=5",
+    f"bridge.deadline_ms={DEADLINE_MS}",
+    "bridge.max_batch=64",
+]
 
 
 def test_actors_killed_again_and_again(tmp_path):
@@ -47,8 +52,9 @@ def test_learner_restart_from_checkpoint(tmp_path):
         server.wait_for(r"update\s+(1\d|[2-9]\d|\d{3,})\s", 120)  # a few checkpoints written
         time.sleep(1.0)
         server.kill()  # SIGKILL the learner
-        checkpoints = sorted(int(p.name) for p in (run / "checkpoints").iterdir()
-                             if p.name.isdigit())
+        checkpoints = sorted(
+            int(p.name) for p in (run / "checkpoints").iterdir() if p.name.isdigit()
+        )
         assert checkpoints, "no checkpoint written"
         server, _ = serve(run, port=port, resume=True)
         resumed = int(server.wait_for(r"resuming at update (\d+)", 5).group(1))

@@ -16,8 +16,16 @@ import pytest
 import physics
 from physics import contact
 
-GYM_MODELS = ["ant", "half_cheetah", "hopper", "walker2d", "humanoid", "reacher",
-              "inverted_pendulum", "inverted_double_pendulum"]
+GYM_MODELS = [
+    "ant",
+    "half_cheetah",
+    "hopper",
+    "walker2d",
+    "humanoid",
+    "reacher",
+    "inverted_pendulum",
+    "inverted_double_pendulum",
+]
 
 step = jax.jit(physics.step, static_argnames="n_substeps")
 
@@ -28,8 +36,11 @@ def gym_asset(name):
 
 
 def _mujoco(src):
-    m = (mujoco.MjModel.from_xml_string(src) if src.lstrip().startswith("<")
-         else mujoco.MjModel.from_xml_path(src))
+    m = (
+        mujoco.MjModel.from_xml_string(src)
+        if src.lstrip().startswith("<")
+        else mujoco.MjModel.from_xml_path(src)
+    )
     m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
     m.opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
     m.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
@@ -64,9 +75,23 @@ def test_contact_pair_filter():
     sys = physics.load_mjcf(xml)
     names = {frozenset((sys.geom_names[g1], sys.geom_names[g2])) for g1, g2 in sys.contact_pairs}
     # world-world, same weld body (a, w), weld parent (w/a - b, b - c), contype, exclude: gone
-    expected = {("floor", "a"), ("floor", "w"), ("floor", "b"), ("floor", "c"), ("floor", "e"),
-                ("wall", "a"), ("wall", "w"), ("wall", "b"), ("wall", "c"), ("wall", "e"),
-                ("a", "c"), ("w", "c"), ("a", "e"), ("w", "e"), ("b", "e")}
+    expected = {
+        ("floor", "a"),
+        ("floor", "w"),
+        ("floor", "b"),
+        ("floor", "c"),
+        ("floor", "e"),
+        ("wall", "a"),
+        ("wall", "w"),
+        ("wall", "b"),
+        ("wall", "c"),
+        ("wall", "e"),
+        ("a", "c"),
+        ("w", "c"),
+        ("a", "e"),
+        ("w", "e"),
+        ("b", "e"),
+    }
     assert names == {frozenset(p) for p in expected}
     for g1, g2 in sys.contact_pairs:
         assert sys.geom_type[g1] <= sys.geom_type[g2]
@@ -125,10 +150,13 @@ RESTING = """
 </worldbody></mujoco>"""
 
 
-@pytest.mark.parametrize("geom,z", [
-    ('<geom type="sphere" size="0.1" mass="1"/>', 0.1),
-    ('<geom type="box" size="0.2 0.1 0.05" mass="2"/>', 0.05),
-])
+@pytest.mark.parametrize(
+    "geom,z",
+    [
+        ('<geom type="sphere" size="0.1" mass="1"/>', 0.1),
+        ('<geom type="box" size="0.2 0.1 0.05" mass="2"/>', 0.05),
+    ],
+)
 def test_resting_on_plane_no_jitter_no_sinking(geom, z):
     xml = RESTING.format(geom=geom, z=z + 0.02)
     sys = physics.load_mjcf(xml)
@@ -162,8 +190,11 @@ def test_ant_huge_random_controls_stay_finite():
     def rollout(state, ctrls):
         def body(s, u):
             s = physics.step(sys, s, u)
-            return s, (jnp.all(jnp.isfinite(s.q)) & jnp.all(jnp.isfinite(s.qd)),
-                       jnp.min(s.kin.geom_xpos[1:, 2]))
+            return s, (
+                jnp.all(jnp.isfinite(s.q)) & jnp.all(jnp.isfinite(s.qd)),
+                jnp.min(s.kin.geom_xpos[1:, 2]),
+            )
+
         return jax.lax.scan(body, state, ctrls)
 
     state, (finite, lowest) = rollout(physics.init(sys), ctrls)

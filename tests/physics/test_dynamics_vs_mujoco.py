@@ -17,8 +17,16 @@ import pytest
 import physics
 from physics import dynamics
 
-GYM_MODELS = ["ant", "half_cheetah", "hopper", "walker2d_v5", "humanoid", "reacher",
-              "inverted_pendulum", "inverted_double_pendulum"]
+GYM_MODELS = [
+    "ant",
+    "half_cheetah",
+    "hopper",
+    "walker2d_v5",
+    "humanoid",
+    "reacher",
+    "inverted_pendulum",
+    "inverted_double_pendulum",
+]
 
 BALL_XML = """
 <mujoco>
@@ -49,8 +57,11 @@ def gym_asset(name):
 
 def _models(name):
     src = BALL_XML if name == "ball_chain" else gym_asset(name)
-    m = (mujoco.MjModel.from_xml_string(src) if name == "ball_chain"
-         else mujoco.MjModel.from_xml_path(src))
+    m = (
+        mujoco.MjModel.from_xml_string(src)
+        if name == "ball_chain"
+        else mujoco.MjModel.from_xml_path(src)
+    )
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
     m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
     sys = physics.load_mjcf(src)  # constraints off on both sides
@@ -64,8 +75,8 @@ def _random_state(m, seed):
         adr = m.jnt_qposadr[j]
         if m.jnt_type[j] in (mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL):
             a = adr + (3 if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE else 0)
-            q[a:a + 4] = rng.normal(size=4)
-            q[a:a + 4] /= np.linalg.norm(q[a:a + 4])
+            q[a : a + 4] = rng.normal(size=4)
+            q[a : a + 4] /= np.linalg.norm(q[a : a + 4])
     return q, rng.normal(size=m.nv), rng.uniform(-1, 1, size=m.nu)
 
 
@@ -115,7 +126,8 @@ def test_trajectory_matches_mujoco(name):
     qd *= 0.5
     d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
     state = jax.jit(physics.step, static_argnames="n_substeps")(
-        sys, physics.init(sys, q, qd), ctrl, n_substeps=100)
+        sys, physics.init(sys, q, qd), ctrl, n_substeps=100
+    )
     for _ in range(100):
         mujoco.mj_step(m, d)
     np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=1e-4)

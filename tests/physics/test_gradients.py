@@ -27,6 +27,7 @@ def _final_loss(sys, n):
     def loss(ctrl, q0):
         state = physics.step(sys, physics.init(sys, q0), ctrl, n_substeps=n)
         return jnp.sum(jnp.sin(state.q)) + 0.1 * jnp.sum(state.qd)
+
     return loss
 
 

@@ -10,8 +10,16 @@ import pytest
 import physics
 from physics import mjcf
 
-GYM_MODELS = ["ant", "half_cheetah", "hopper", "walker2d_v5", "humanoid", "reacher",
-              "inverted_pendulum", "inverted_double_pendulum"]
+GYM_MODELS = [
+    "ant",
+    "half_cheetah",
+    "hopper",
+    "walker2d_v5",
+    "humanoid",
+    "reacher",
+    "inverted_pendulum",
+    "inverted_double_pendulum",
+]
 
 
 def gym_asset(name):
@@ -26,7 +34,13 @@ def _body_inertia(m):
 
 def _check_against_mujoco(sys, m):
     assert (sys.nq, sys.nv, sys.nbody, sys.njnt, sys.ngeom, sys.nu) == (
-        m.nq, m.nv, m.nbody, m.njnt, m.ngeom, m.nu)
+        m.nq,
+        m.nv,
+        m.nbody,
+        m.njnt,
+        m.ngeom,
+        m.nu,
+    )
     close = lambda a, b: np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5, atol=1e-6)
     close(sys.body_mass, m.body_mass)
     close(sys.body_ipos, m.body_ipos)
@@ -127,7 +141,7 @@ def test_defaults_childclass_orientations_match_mujoco():
     [
         ('<body><joint type="spiral"/><geom size="1"/></body>', "unknown joint type 'spiral'"),
         ('<body><joint/><geom type="box" size="1 1"/></body>', "box geom needs size"),
-        ('<body><joint/></body>', "zero mass"),
+        ("<body><joint/></body>", "zero mass"),
         ('<body><joint/><geom size="1"/><composite/></body>', "unsupported element <composite>"),
         ('<body><joint/><geom size="1" fluidshape="ellipsoid"/></body>', "fluidshape"),
         ('<body><joint/><geom type="mesh" size="1"/></body>', "unsupported geom type 'mesh'"),
@@ -147,8 +161,10 @@ def test_unsupported_sections_raise_with_file_name(tmp_path):
     path.write_text('<mujoco><worldbody/><equality><weld body1="a"/></equality></mujoco>')
     with pytest.raises(physics.MJCFError, match=r"m\.xml.*<equality>"):
         physics.load_mjcf(path)
-    stiff_tendon = ('<mujoco><worldbody><body><joint name="a"/><geom size="1"/></body>'
-                    '</worldbody><tendon><fixed stiffness="1"><joint joint="a" coef="1"/>'
-                    '</fixed></tendon></mujoco>')
+    stiff_tendon = (
+        '<mujoco><worldbody><body><joint name="a"/><geom size="1"/></body>'
+        '</worldbody><tendon><fixed stiffness="1"><joint joint="a" coef="1"/>'
+        "</fixed></tendon></mujoco>"
+    )
     with pytest.raises(physics.MJCFError, match="fixed tendons"):
         physics.load_mjcf(stiff_tendon)

@@ -52,8 +52,11 @@ def test_pendulum_small_angle_period():
     dt = 1e-3
     sys = _pendulum(dt)
     state = physics.init(sys, jnp.array([0.05]))
-    traj = jax.jit(lambda s: jax.lax.scan(
-        lambda s, _: (physics.step(sys, s, jnp.zeros(1)), s.q[0]), s, None, length=4000))
+    traj = jax.jit(
+        lambda s: jax.lax.scan(
+            lambda s, _: (physics.step(sys, s, jnp.zeros(1)), s.q[0]), s, None, length=4000
+        )
+    )
     _, angle = traj(state)
     angle = np.asarray(angle)
     up = np.nonzero((angle[:-1] < 0) & (angle[1:] >= 0))[0]
@@ -73,8 +76,11 @@ def test_pendulum_energy_drift_below_1e3_over_1000_steps():
     sys = _pendulum(2.5e-4)
     state = physics.init(sys, jnp.array([1.0]))
     e0 = _energy(sys, state)
-    traj = jax.jit(lambda s: jax.lax.scan(
-        lambda s, _: (physics.step(sys, s, jnp.zeros(1)), _energy(sys, s)), s, None, length=1000))
+    traj = jax.jit(
+        lambda s: jax.lax.scan(
+            lambda s, _: (physics.step(sys, s, jnp.zeros(1)), _energy(sys, s)), s, None, length=1000
+        )
+    )
     _, energy = traj(state)
     scale = 9.81 * 0.5 * (1 - np.cos(1.0))
     assert np.abs(np.asarray(energy) - float(e0)).max() / scale < 1e-3
@@ -98,8 +104,11 @@ def test_free_body_conserves_momentum_without_gravity():
         com = physics.center_of_mass(sys, s)
         return jnp.concatenate([h[:3] + jnp.cross(s.kin.subtree_com[1] - com, h[3:]), h[3:]])
 
-    traj = jax.jit(lambda s: jax.lax.scan(
-        lambda s, _: (physics.step(sys, s, jnp.zeros(0)), momentum(s)), s, None, length=1000))
+    traj = jax.jit(
+        lambda s: jax.lax.scan(
+            lambda s, _: (physics.step(sys, s, jnp.zeros(0)), momentum(s)), s, None, length=1000
+        )
+    )
     _, h = traj(state)
     h = np.asarray(h)
     np.testing.assert_allclose(h[:, 3:], np.broadcast_to(h[0, 3:], h[:, 3:].shape), atol=1e-5)
