@@ -91,14 +91,10 @@ class SlotTable:
         }
         self.records = Records(fields, carry_template)
         self.pending = self.records.zeros((c,))
+        self.extra_names = tuple(extras or {})
+        # views of two fields, for the frame stacks and for shapes and dtypes
         self.pending_obs = self.pending["observation"]
         self.pending_action = self.pending["action"]
-        self.pending_first = self.pending["is_first"]
-        self.pending_version = self.pending["version"]
-        self.pending_prev_action = self.pending["prev_action"]
-        self.pending_prev_reward = self.pending["prev_reward"]
-        self.pending_carry = self.records.carry(self.pending)
-        self.pending_extras = {name: self.pending[name] for name in extras or {}}
         self.episode_return = np.zeros(c, np.float64)
         self.episode_length = np.zeros(c, np.int64)
         self._next_owner = itertools.count()

@@ -110,7 +110,9 @@ class TrajectoryBuilder:
         observation = s.stack(ids, steps.observation, starts)
         pend = s.has_pending[ids]
         all_pending = bool(pend.all())
-        p = ids if all_pending else ids[pend]
+        # the rows of envs with a pending step (all of them, usually: no copy then)
+        of_pending = (lambda x: x) if all_pending else (lambda x: x[pend])
+        p = of_pending(ids)
         pending = s.pending[p]  # one gather of every field of the pending steps
         if all_pending:
             prev_action, prev_reward = pending["action"], steps.reward
@@ -120,16 +122,16 @@ class TrajectoryBuilder:
             prev_reward = np.where(pend, steps.reward, np.float32(0))
         item = None
         if p.size:
-            reward = steps.reward if all_pending else steps.reward[pend]
-            pending["next_observation"] = observation if all_pending else observation[pend]
+            reward = of_pending(steps.reward)
+            pending["next_observation"] = of_pending(observation)
             pending["reward"] = reward
-            pending["terminated"] = steps.terminated if all_pending else steps.terminated[pend]
-            pending["truncated"] = steps.truncated if all_pending else steps.truncated[pend]
+            pending["terminated"] = of_pending(steps.terminated)
+            pending["truncated"] = of_pending(steps.truncated)
             if done.any():
                 final = s.stack(ids[done], steps.final_observation, np.zeros(done.sum(), bool))
                 rows = np.zeros(len(ids), np.int64)  # row of each env in `final` (done envs)
                 rows[done] = np.arange(len(final))
-                done_p = done if all_pending else done[pend]
+                done_p = of_pending(done)
                 pending["next_observation"][done_p] = final[rows[pend][done_p]]
             else:
                 done_p = None
@@ -169,7 +171,7 @@ class TrajectoryBuilder:
         step["prev_reward"] = inputs["prev_reward"]
         step["action"] = outputs["action"]
         step["version"] = version
-        for name in s.pending_extras:
+        for name in s.extra_names:
             step[name] = outputs[name]
         s.records.set_carry(step, carry)
         s.pending[ids] = step
