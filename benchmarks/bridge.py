@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import subprocess
@@ -211,26 +212,13 @@ class BridgeUnderTest:
 
     def measure(self, actors: int, num_envs: int, seconds: float) -> dict:
         port = self.server.port
+        from accelrl.bridge.local import actor_command
+
+        config = dataclasses.replace(
+            self.config, bridge=dataclasses.replace(self.config.bridge, envs_per_actor=num_envs)
+        )
         procs = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "accelrl.bridge.actor",
-                    "--server",
-                    f"127.0.0.1:{port}",
-                    "--env",
-                    self.config.bridge.env,
-                    "--num-envs",
-                    str(num_envs),
-                    "--seed",
-                    str(i),
-                    "--give-up-after",
-                    "30",
-                ],
-                cwd=ROOT,
-                env=CHILD_ENV,
-            )
+            subprocess.Popen(actor_command(config, f"127.0.0.1:{port}", i), cwd=ROOT, env=CHILD_ENV)
             for i in range(actors)
         ]
         try:
