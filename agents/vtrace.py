@@ -171,10 +171,9 @@ def vtrace_loss(
     ratio = jnp.exp(log_prob - traj.behaviour_log_prob)
     rhos = jax.lax.stop_gradient(ratio)
     entropy = jnp.mean(dist.entropy() if isinstance(dist, Categorical) else dist.entropy(key))
-    if cfg.ppo_clip > 0:
-        advantages = targets.q_advantages
-    else:
-        advantages = jnp.minimum(cfg.clip_pg_rho, rhos) * targets.q_advantages
+    # PPO's ratio does the importance weighting itself; IMPALA's term weighs by clipped rho.
+    pg_weight = 1.0 if cfg.ppo_clip > 0 else jnp.minimum(cfg.clip_pg_rho, rhos)
+    advantages = pg_weight * targets.q_advantages
     if cfg.normalize_advantages:
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
     if cfg.ppo_clip > 0:
