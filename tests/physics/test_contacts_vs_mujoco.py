@@ -5,13 +5,13 @@ MuJoCo runs with the Euler integrator, the pyramidal cone and its Newton solver 
 """
 
 import dataclasses
-import os
 
 import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
+from gym_assets import gym_asset
 
 import physics
 from physics import contact
@@ -28,11 +28,6 @@ GYM_MODELS = [
 ]
 
 step = jax.jit(physics.step, static_argnames="n_substeps")
-
-
-def gym_asset(name):
-    gym = pytest.importorskip("gymnasium")
-    return os.path.join(os.path.dirname(gym.__file__), "envs", "mujoco", "assets", name + ".xml")
 
 
 def _mujoco(src):

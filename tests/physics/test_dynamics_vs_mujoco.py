@@ -6,27 +6,16 @@ constraints disabled) stays within 1e-4 (q) and 1e-3 (qd) absolute.
 """
 
 import dataclasses
-import os
 
 import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
+from gym_assets import GYM_MODELS, gym_asset
 
 import physics
 from physics import dynamics
-
-GYM_MODELS = [
-    "ant",
-    "half_cheetah",
-    "hopper",
-    "walker2d_v5",
-    "humanoid",
-    "reacher",
-    "inverted_pendulum",
-    "inverted_double_pendulum",
-]
 
 BALL_XML = """
 <mujoco>
@@ -48,11 +37,6 @@ BALL_XML = """
   </worldbody>
 </mujoco>
 """
-
-
-def gym_asset(name):
-    gym = pytest.importorskip("gymnasium")
-    return os.path.join(os.path.dirname(gym.__file__), "envs", "mujoco", "assets", name + ".xml")
 
 
 def _models(name):

@@ -1,30 +1,14 @@
 """MJCF loading: gymnasium's models load unmodified and match MuJoCo's compiled model."""
 
-import os
 import warnings
 
 import mujoco
 import numpy as np
 import pytest
+from gym_assets import GYM_MODELS, gym_asset
 
 import physics
 from physics import mjcf
-
-GYM_MODELS = [
-    "ant",
-    "half_cheetah",
-    "hopper",
-    "walker2d_v5",
-    "humanoid",
-    "reacher",
-    "inverted_pendulum",
-    "inverted_double_pendulum",
-]
-
-
-def gym_asset(name):
-    gym = pytest.importorskip("gymnasium")
-    return os.path.join(os.path.dirname(gym.__file__), "envs", "mujoco", "assets", name + ".xml")
 
 
 def _body_inertia(m):
