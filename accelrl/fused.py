@@ -9,6 +9,7 @@ XLA averages the gradients (the batch mean becomes an all-reduce), so results ma
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -117,9 +118,11 @@ def vtrace_config(config: TrainConfig) -> VTraceConfig:
 def training_key(key: jax.Array) -> jax.Array:
     """The seed `key`'s 64 bits as a Philox-4x32 key on a single-device jax (else `key`).
 
-    Every random draw of the trainer (params, env resets, actions, minibatch order) derives
-    from it. On XLA:CPU each threefry call site compiles to a rolled loop; Philox is
-    straight-line code that compiles several times faster (the step has about ten sites).
+    Every random draw of the training step (actions, minibatch order, env resets) derives from
+    it. On XLA:CPU each threefry call site compiles to a rolled loop; Philox is straight-line
+    code that compiles several times faster (the step has about ten sites). The initial state
+    keeps the seed's threefry: its program is compiled without optimisation, where the rolled
+    loop is the cheaper one.
     With several devices the sharded programs keep threefry: jax 0.10's partitioner cannot
     lower Philox's `mulhi`. Choosing by the process's device count (not the mesh) keeps one
     stream for every mesh of a process, so 4 devices still reproduce 1.
@@ -136,7 +139,7 @@ def init_state(
     env: Environment, agent: ActorCriticAgent, learner: VTraceLearner, key: jax.Array
 ) -> TrainState:
     """A fresh train state from a seed key: new parameters, envs just reset."""
-    param_key, env_key, key = jax.random.split(training_key(key), 3)
+    param_key, env_key, key = jax.random.split(key, 3)
     params = agent.init(param_key)
     env_state, timestep = env.reset(env_key)
     num_envs = timestep.reward.shape[0]
@@ -147,7 +150,7 @@ def init_state(
         timestep=timestep,
         is_first=jnp.ones((num_envs,), bool),
         carry=agent.initial_carry(num_envs),
-        key=key,
+        key=training_key(key),
         iteration=jnp.zeros((), jnp.int32),
     )
 
@@ -197,13 +200,19 @@ class FusedTrainer:
     def steps_per_chunk(self) -> int:
         return steps_per_iteration(self.config) * self.config.iterations_per_chunk
 
+    @functools.cached_property
+    def _jitted_init(self) -> Any:
+        # One jit object, so that `jax.eval_shape(trainer.init, key)` and the compile that
+        # follows share one trace.
+        init = functools.partial(init_state, self.env, self.agent, self.learner)
+        return jax.jit(init, out_shardings=self.state_sharding)
+
     def init(self, key: jax.Array) -> TrainState:
         """A fresh train state, placed on the mesh.
 
         The init program runs once, so it is compiled for compile speed, not run speed.
         """
-        init = lambda k: init_state(self.env, self.agent, self.learner, k)
-        jitted = jax.jit(init, out_shardings=self.state_sharding)
+        jitted = self._jitted_init
         if isinstance(key, jax.core.Tracer):  # traced (e.g. eval_shape): nothing compiles
             return jitted(key)
         try:
@@ -382,17 +391,16 @@ def make_fused_trainer(
 
     sharded = NamedSharding(mesh, PartitionSpec("envs"))
     replicated = NamedSharding(mesh, PartitionSpec())
-    batch_axes = env_batch_axes(config)
     pick = lambda is_batched: sharded if is_batched else replicated
-    abstract = jax.eval_shape(lambda k: init_state(env, agent, learner, k), jax.random.PRNGKey(0))
-    env_part = jax.tree.map(pick, batch_axes)
+    env_part = jax.tree.map(pick, env_batch_axes(config))
+    # A prefix of the state's tree (one sharding per field): no trace of the init needed.
     state_sharding = TrainState(
-        params=jax.tree.map(lambda _: replicated, abstract.params),
-        opt_state=jax.tree.map(lambda _: replicated, abstract.opt_state),
+        params=replicated,
+        opt_state=replicated,
         env_state=env_part[0],
         timestep=env_part[1],
         is_first=sharded,
-        carry=jax.tree.map(lambda _: sharded, abstract.carry),
+        carry=sharded,
         key=replicated,
         iteration=replicated,
     )
