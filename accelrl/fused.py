@@ -172,6 +172,22 @@ def num_chunks(config: TrainConfig) -> int:
 RUN_ONCE_OPTIONS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 
 
+def run_once(jitted: Any, *args: Any) -> Any:
+    """`jitted(*args)` for a program that runs once: compiled for compile speed, not run speed.
+
+    Under a trace (e.g. `jax.eval_shape`) nothing compiles and the call is traced as usual.
+    """
+    if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(args)):
+        return jitted(*args)
+    try:
+        compiled = jitted.lower(*args).compile(compiler_options=RUN_ONCE_OPTIONS)
+    except jax.errors.JaxRuntimeError as error:  # an XLA without one of these options
+        if "compile option" not in str(error):
+            raise
+        return jitted(*args)
+    return compiled(*args)
+
+
 def compile_chunk(run_chunk: Any, mesh: Mesh, state_sharding: Any, state: Any) -> Any:
     """AOT-compile a trainer's `run_chunk(state) -> (state, metrics)` with the state donated,
     laid out by `state_sharding`, and the metrics replicated."""
@@ -208,19 +224,8 @@ class FusedTrainer:
         return jax.jit(init, out_shardings=self.state_sharding)
 
     def init(self, key: jax.Array) -> TrainState:
-        """A fresh train state, placed on the mesh.
-
-        The init program runs once, so it is compiled for compile speed, not run speed.
-        """
-        jitted = self._jitted_init
-        if isinstance(key, jax.core.Tracer):  # traced (e.g. eval_shape): nothing compiles
-            return jitted(key)
-        try:
-            return jitted.lower(key).compile(compiler_options=RUN_ONCE_OPTIONS)(key)
-        except jax.errors.JaxRuntimeError as error:  # an XLA without one of these options
-            if "compile option" not in str(error):
-                raise
-            return jitted(key)
+        """A fresh train state, placed on the mesh."""
+        return run_once(self._jitted_init, key)
 
     def compile_chunk(self, state: TrainState) -> Any:
         """AOT-compile `run_chunk` for `state`'s shapes (donating the state)."""
