@@ -3,7 +3,10 @@ between them. Nothing here runs per environment step."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +18,24 @@ from accelrl.checkpoint import Checkpointer
 from accelrl.config import TrainConfig, save_config
 from accelrl.fused import ChunkMetrics, TrainState, make_fused_trainer, num_chunks
 from accelrl.logger import Progress, RunLogger
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block (back on after, as it was).
+
+    Tracing and lowering the step allocate millions of short-lived objects, and the collector's
+    passes over the whole heap (JAX, flax, TFP) cost about 0.9 of the ~11 CPU-s that CartPole's
+    set-up and compile take when run one after the other. Reference counting still frees
+    everything that is not in a cycle; the next collection takes the rest.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class TrainingDiverged(RuntimeError):
@@ -80,7 +101,7 @@ def train(
     started = time.perf_counter()
     # The step compiles from shapes alone, in a second thread, while this one builds (or
     # restores) the state: on two or more cores the set-up hides behind the compile.
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with gc_paused(), ThreadPoolExecutor(max_workers=1) as pool:
         compiling = pool.submit(trainer.compile_chunk, jax.eval_shape(trainer.init, key))
         state = trainer.init(key)
         if resume and checkpointer.latest_step is None:  # killed before its first save
