@@ -60,8 +60,8 @@ def set_tree_values(tree: jax.Array, index: jax.Array, values: jax.Array) -> jax
     node = index.astype(jnp.int32) + leaves
     tree = tree.at[node].set(values.astype(tree.dtype))
 
-    # One loop over the levels rather than `depth` straight-line copies of the scatter: about
-    # 80 fewer kernels in the R2D2 step (its compile is ~25% shorter); the tree stays in place.
+    # One loop over the levels rather than `depth` straight-line copies of the scatter: 70
+    # fewer kernels in cartpole_r2d2's step (543, compile ~25% shorter); the tree stays in place.
     def level(_: int, carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         tree, node = carry
         node = node // 2
