@@ -340,32 +340,32 @@ def make_r2d2_trainer(
     total_updates = num_chunks(config) * config.iterations_per_chunk
     total_updates *= updates_per_iteration(config)
     learner, schedule = make_r2d2_learner(config, agent, total_updates)
-    trainer = R2D2FusedTrainer(config, env, agent, learner, schedule, mesh, None)
-    abstract = jax.eval_shape(trainer._init, jax.random.PRNGKey(0))
-    check_replay_memory(replay.nbytes(abstract.replay), mesh)
-
     sharded = NamedSharding(mesh, PartitionSpec("envs"))
     replicated = NamedSharding(mesh, PartitionSpec())
     pick = lambda is_batched: sharded if is_batched else replicated
     env_part = jax.tree.map(pick, env_batch_axes(config))
-    all_ = lambda tree, s: jax.tree.map(lambda _: s, tree)
+    # A prefix of the state's tree (one sharding per field), known before any trace.
     state_sharding = R2D2TrainState(
-        params=all_(abstract.params, replicated),
-        target_params=all_(abstract.target_params, replicated),
-        opt_state=all_(abstract.opt_state, replicated),
+        params=replicated,
+        target_params=replicated,
+        opt_state=replicated,
         env_state=env_part[0],
         timestep=env_part[1],
         is_first=sharded,
-        carry=all_(abstract.carry, sharded),
+        carry=sharded,
         prev_action=sharded,
         prev_reward=sharded,
-        window=all_(abstract.window, sharded),
-        replay=all_(abstract.replay, sharded),
+        window=sharded,
+        replay=sharded,
         key=replicated,
         iteration=replicated,
         updates=replicated,
     )
-    return R2D2FusedTrainer(config, env, agent, learner, schedule, mesh, state_sharding)
+    trainer = R2D2FusedTrainer(config, env, agent, learner, schedule, mesh, state_sharding)
+    # The init's trace, shared with `train`'s eval_shape and compile (same jit, same key shape).
+    abstract = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))
+    check_replay_memory(replay.nbytes(abstract.replay), mesh)
+    return trainer
 
 
 def evaluate_greedy(
