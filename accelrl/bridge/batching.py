@@ -62,6 +62,7 @@ class Batcher:
         self._pending_envs = 0
         self._timer: asyncio.TimerHandle | None = None
         self._in_flight = 0
+        self._max_in_flight = 1 if self.inline else MAX_IN_FLIGHT
         self._executor = concurrent.futures.ThreadPoolExecutor(1, "inference")
         # statistics since the last `take_stats`
         self.batches = 0
@@ -99,7 +100,7 @@ class Batcher:
             self._timer.cancel()
             self._timer = None
         target = self._target()
-        while self._pending and self._in_flight < (1 if self.inline else MAX_IN_FLIGHT):
+        while self._pending and self._in_flight < self._max_in_flight:
             wait = self._pending[0].arrival + self.deadline - time.perf_counter()
             if self._pending_envs < target and wait > 0 and not deadline_passed:
                 break
@@ -111,7 +112,7 @@ class Batcher:
                 n += len(request.slots)
             self._pending_envs -= n
             self._launch(batch)
-        if self._pending and self._in_flight < MAX_IN_FLIGHT:
+        if self._pending and self._in_flight < self._max_in_flight:
             wait = self._pending[0].arrival + self.deadline - time.perf_counter()
             loop = asyncio.get_running_loop()
             self._timer = loop.call_later(max(wait, 0.0), self._launch_ready, True)
