@@ -9,10 +9,10 @@ Training SPS is physics + acting + V-trace learning: the compiled chunk of prese
 would not divide) timed in steady state. Beside it, env-only SPS: the same env stack stepped
 with random actions in the same number of steps per call, so the ratio is the share of the
 training time spent stepping the env. Both are measured in interleaved blocks with
-`fused_loop.bench_config`. When the optional `peers` extra is importable, Brax's PPO
-trainer runs on Brax's ant at each batch size in the same process (Brax's Ant settings:
-unroll 5, 4 epochs, 32 minibatches where they divide) and is reported as accelrl / Brax;
-otherwise the JSON and markdown record why it was skipped.
+`fused_loop.bench_config`. In the same run, Brax's PPO trainer runs on Brax's ant at each batch
+size (Brax's Ant settings: unroll 5, 4 epochs, 32 minibatches where they divide), in the
+`make peers` interpreter (benchmarks/peers.py, since Brax's trainers need jax < 0.10), and is
+reported as accelrl / Brax; without that interpreter the JSON and markdown say why not.
 
 Writes results/ant_training.{json,md} (`_gpu` suffix on a GPU, `ant_training_quick.*` with
 --quick), rewritten after every batch so a run cut short keeps what it measured.
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import jax
-from common import machine_info, print_table, write_result
+from common import machine_info, peer_python, print_table, run_peer, write_result
 from fused_loop import bench_config, divisor_at_most
 
 from accelrl.config import TrainConfig, apply_overrides
@@ -49,64 +48,10 @@ def batch_config(num_envs: int) -> TrainConfig:
     return apply_overrides(base, [*overrides, "iterations_per_chunk=1"])
 
 
-def brax_skip_reason() -> str | None:
-    """Why Brax's PPO cannot run here, or None when it can."""
-    try:
-        import brax.envs  # noqa: F401
-        import brax.training.agents.ppo.train  # noqa: F401
-    except ImportError as error:
-        return (
-            f"Brax PPO not importable ({error}): the optional 'peers' extra is not installed "
-            f"(Brax 0.14.2's trainers need jax < 0.10; this environment has jax "
-            f"{jax.__version__})"
-        )
-    return None
-
-
 def bench_brax_ppo(num_envs: int, env_steps_per_epoch: int) -> dict[str, Any]:
-    """Brax's PPO on its ant at `num_envs`: SPS of the training epochs after the first (which
-    includes compile), as Brax reports them (`training/sps`, evaluations excluded)."""
-    from brax import envs
-    from brax.training.agents.ppo import train as ppo
-
-    minibatches = 32 if num_envs % 32 == 0 else 1
-    unroll = 5
-    steps_per_update = num_envs * unroll  # batch_size * num_minibatches = num_envs
-    updates_per_epoch = max(1, env_steps_per_epoch // steps_per_update)
-    epochs = []
-
-    def progress(step: int, metrics: dict[str, Any]) -> None:
-        if "training/sps" in metrics:
-            epochs.append({"env_steps": int(step), "sps": float(metrics["training/sps"])})
-
-    started = time.perf_counter()
-    ppo.train(
-        environment=envs.get_environment("ant"),
-        num_timesteps=3 * updates_per_epoch * steps_per_update,
-        num_evals=4,  # an initial evaluation, then 3 training epochs
-        episode_length=1000,
-        num_envs=num_envs,
-        batch_size=num_envs // minibatches,
-        num_minibatches=minibatches,
-        unroll_length=unroll,
-        num_updates_per_batch=4,
-        normalize_observations=True,
-        reward_scaling=10.0,
-        discounting=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-2,
-        num_eval_envs=16,
-        seed=0,
-        progress_fn=progress,
-    )
-    later = [e["sps"] for e in epochs[1:]]
-    return {
-        "num_envs": num_envs,
-        "num_minibatches": minibatches,
-        "epochs": epochs,
-        "sps_best": max(later) if later else None,
-        "wall_s": time.perf_counter() - started,
-    }
+    """Brax's PPO on its ant at `num_envs` (benchmarks/peers.py in the peers interpreter)."""
+    args = ["ppo", "--num-envs", str(num_envs), "--env-steps-per-epoch", str(env_steps_per_epoch)]
+    return run_peer(args, timeout=1800)
 
 
 COLUMNS = [
@@ -143,8 +88,18 @@ def table_row(r: dict[str, Any]) -> list[Any]:
 
 def write(results: list[dict[str, Any]], args: argparse.Namespace, meta: dict[str, Any]) -> Path:
     """Write the JSON and markdown of the batches measured so far."""
-    skipped = brax_skip_reason()
-    notes = [skipped] if skipped else []
+    _, skipped = peer_python()
+    errors = [r["brax_ppo"]["error"] for r in results if "error" in r.get("brax_ppo", {})]
+    notes = [f"Brax PPO not measured: {e}" for e in ([skipped] if skipped else errors)]
+    versions = next(
+        (r["brax_ppo"]["versions"] for r in results if "versions" in r.get("brax_ppo", {})), None
+    )
+    if versions:
+        notes.append(
+            f"Brax PPO ({versions}) in its own interpreter after accelrl's measurement, same "
+            "machine and run; its SPS is Brax's training/sps of the best epoch after the "
+            "second (the first two compiled on CPU), evaluations excluded."
+        )
     notes.append(
         f"{PRESET} at each batch: unroll {results[0]['unroll_length']}, 4 epochs, one iteration "
         f"per call; SPS = env steps per wall second, best of {args.repeats} interleaved blocks "
@@ -191,12 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     for num_envs in args.batches:
         print(f"batch {num_envs} envs ...", flush=True)
         r, _ = bench_config(batch_config(num_envs), args.repeats, args.min_seconds)
-        if brax_skip_reason() is None:
-            per_epoch = int(r["train"]["sps_best"] * args.min_seconds)
-            try:
-                r["brax_ppo"] = bench_brax_ppo(num_envs, per_epoch)
-            except Exception as error:  # a peer's failure is recorded, not fatal
-                r["brax_ppo"] = {"error": f"{type(error).__name__}: {error}"}
+        if peer_python()[0]:
+            print(f"Brax PPO at {num_envs} envs ...", flush=True)
+            r["brax_ppo"] = bench_brax_ppo(num_envs, int(r["train"]["sps_best"] * args.min_seconds))
         results.append(r)
         print_table(COLUMNS, [table_row(r)])
         json_path = write(results, args, meta)  # after every batch: a cut-short run keeps them

@@ -217,3 +217,53 @@ def read_scalars(run_dir: Path) -> dict[str, list[tuple[int, float, float]]]:
                     (event.step, value.simple_value, event.wall_time)
                 )
     return scalars
+
+
+# ----------------------------------------------------------------------------------------------
+# Peers (Brax, MJX) run by benchmarks/peers.py in their own interpreter
+
+PEERS_VENV_PYTHON = REPO_ROOT / ".venv-peers" / "bin" / "python"
+
+
+def peer_python() -> tuple[str | None, str | None]:
+    """(interpreter for benchmarks/peers.py, None), or (None, why there is none).
+
+    $ACCELRL_PEERS_PYTHON first, then `make peers`'s .venv-peers. Brax 0.14.2's trainers need
+    jax < 0.10, so the peers live beside accelrl's venv, not in it.
+    """
+    chosen = os.environ.get("ACCELRL_PEERS_PYTHON")
+    if chosen:
+        return chosen, None
+    if PEERS_VENV_PYTHON.exists():
+        return str(PEERS_VENV_PYTHON), None
+    return None, (
+        "no peers interpreter: run `make peers` (builds .venv-peers with Brax 0.14.2, MJX and "
+        "jax < 0.10, which Brax's trainers need) or set ACCELRL_PEERS_PYTHON"
+    )
+
+
+def run_peer(args: list[str], timeout: float) -> dict[str, Any]:
+    """benchmarks/peers.py ARGS in the peers interpreter: its JSON result, or {"error": why}.
+
+    A peer's failure is recorded in the result, never fatal to the benchmark around it.
+    """
+    python, missing = peer_python()
+    if python is None:
+        return {"error": missing}
+    try:
+        out = subprocess.run(
+            [python, str(BENCH_DIR / "peers.py"), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "PYTHONPATH": ""},
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return {"error": f"{type(error).__name__}: {error}"}
+    lines = out.stdout.strip().splitlines()
+    if out.returncode == 0 and lines:
+        try:
+            return json.loads(lines[-1])
+        except json.JSONDecodeError:
+            pass
+    return {"error": f"exit {out.returncode}: {(out.stderr or out.stdout).strip()[-1500:]}"}

@@ -8,9 +8,12 @@ locomotion envs load it; Ant has at most ~6 active, so this equals solving all 2
 batch size: compile time (wall and CPU) of the jitted, vmapped 5-substep step, and steady-state
 env steps/s (best of --repeats blocks of at least --min-seconds). MuJoCo C is a single-thread
 mj_step loop on the same model with the same integrator (Euler), pyramidal cone and its default
-Newton solver, with the same kind of controls, so both sides do the same work. Brax's and MJX's
-ant run as peers when the optional ``peers`` extra is importable; otherwise the JSON records
-why they were skipped.
+Newton solver, with the same kind of controls, so both sides do the same work. At each batch,
+in the same run, Brax's ant env step (its `generalized` pipeline and its own ant model, 5
+substeps) and MJX stepping gymnasium's ant (Euler, 5 `mjx.step` calls) run as peers in the
+`make peers` interpreter (benchmarks/peers.py); without it the JSON records why they were
+skipped. Brax's figure is a whole env step (observation and reward included), ours and MJX's
+are physics only.
 Writes results/physics.{json,md} and a log-log plot results/physics.png.
 """
 
@@ -35,6 +38,7 @@ from common import (
     load_average,
     machine_info,
     print_table,
+    run_peer,
     timer,
     write_result,
 )
@@ -95,19 +99,39 @@ def bench_mujoco(seconds: float) -> dict[str, Any]:
     return {"steps_per_s": n / (time.perf_counter() - start), "version": mujoco.__version__}
 
 
-def peer_status() -> dict[str, str]:
-    """Why each optional peer (Brax, MJX) was not measured; empty when all are importable."""
-    skipped = {}
-    for name, module in (("brax", "brax"), ("mjx", "mujoco.mjx")):
-        try:
-            __import__(module)
-        except ImportError as err:
-            skipped[name] = f"not importable ({err}); install the optional 'peers' extra"
-    return skipped
+PEERS = ("brax", "mjx")
 
 
-def plot(results: list[dict[str, Any]], mujoco_sps: float, path: Path) -> Path | None:
-    """Log-log plot of env steps/s against batch, MuJoCo C as a horizontal line."""
+def bench_peers(batches: list[int], seconds: float) -> dict[str, dict[str, Any]]:
+    """Brax's and MJX's ant steps/s at `batches`, each engine in one peers subprocess:
+    {engine: {"by_batch": {batch: result}}} or {engine: {"error": why}}."""
+    out: dict[str, dict[str, Any]] = {}
+    for engine in PEERS:
+        print(f"peer {engine} ...", flush=True)
+        args = ["step", "--engine", engine, "--batches", *map(str, batches)]
+        result = run_peer(
+            [*args, "--seconds", str(seconds), "--mjcf", ant_path()],
+            timeout=300 + 180 * len(batches),
+        )
+        if "batches" in result:
+            result["by_batch"] = {r["batch"]: r for r in result.pop("batches")}
+        out[engine] = result
+    return out
+
+
+def _peer_sps(peers: dict[str, dict[str, Any]], engine: str, batch: int) -> float | None:
+    found = peers[engine].get("by_batch", {}).get(batch)
+    return found["steps_per_s"] if found else None
+
+
+def plot(
+    results: list[dict[str, Any]],
+    mujoco_sps: float,
+    peers: dict[str, dict[str, Any]],
+    path: Path,
+) -> Path | None:
+    """Log-log plot of env steps/s against batch, with the peers measured and MuJoCo C as a
+    horizontal line."""
     try:
         import matplotlib
 
@@ -117,7 +141,16 @@ def plot(results: list[dict[str, Any]], mujoco_sps: float, path: Path) -> Path |
         return None
     fig, ax = plt.subplots(figsize=(6, 4))
     batches = [r["batch"] for r in results]
-    ax.plot(batches, [r["steps_per_s"] for r in results], "o-", label="physics/ (JAX, CPU)")
+    ax.plot(batches, [r["steps_per_s"] for r in results], "o-", label="accelrl physics/")
+    for engine, label in (("brax", "Brax generalized (env step)"), ("mjx", "MJX")):
+        measured = sorted(peers[engine].get("by_batch", {}).items())
+        if measured:
+            ax.plot(
+                [b for b, _ in measured],
+                [r["steps_per_s"] for _, r in measured],
+                "s--",
+                label=label,
+            )
     ax.axhline(mujoco_sps, color="gray", ls="--", label="MuJoCo C, 1 thread")
     ax.axhline(50_000, color="red", ls=":", label="target at batch 2048")
     ax.set(
@@ -144,27 +177,46 @@ def main(argv: list[str] | None = None) -> int:
     batches = args.batches or ([1, 64] if args.quick else [1, 64, 512, 2048, 8192])
     repeats = args.repeats or (1 if args.quick else 3)
     min_seconds = args.min_seconds or (0.2 if args.quick else 1.0)
-    skipped_peers = peer_status()
     meta = machine_info()
     print(f"physics: {meta['cpu_model']}, {meta['usable_cores']} cores, load {load_average()}")
-    rows, results = [], []
+    results = []
     for batch in batches:
         r = bench_engine(batch, repeats, min_seconds)
         results.append(r)
+        print(f"batch {batch}: {r['steps_per_s']:,.0f} env steps/s", flush=True)
+    ref = bench_mujoco(min_seconds * repeats)
+    peers = bench_peers(batches, min_seconds * repeats)
+    rows = []
+    for r in results:
+        brax, mjx = (_peer_sps(peers, e, r["batch"]) for e in PEERS)
+        sps = r["steps_per_s"]
         rows.append(
             [
-                batch,
+                r["batch"],
                 round(r["compile_wall_s"], 1),
                 round(r["compile_cpu_s"], 1),
-                round(r["steps_per_s"]),
+                round(sps),
+                round(brax) if brax else None,
+                round(mjx) if mjx else None,
+                sps / brax if brax else None,
+                sps / mjx if mjx else None,
             ]
         )
-        print_table(["batch", "compile s", "compile CPU s", "env steps/s"], rows[-1:])
-    ref = bench_mujoco(min_seconds * repeats)
-    rows.append(["MuJoCo C (1 thread)", None, None, round(ref["steps_per_s"])])
-    columns = ["batch", "compile s (wall)", "compile s (CPU)", "Ant env steps/s"]
+    rows.append(["MuJoCo C (1 thread)", None, None, round(ref["steps_per_s"]), *[None] * 4])
+    columns = [
+        "batch",
+        "compile s (wall)",
+        "compile s (CPU)",
+        "Ant env steps/s",
+        "Brax ant steps/s",
+        "MJX ant steps/s",
+        "accelrl / Brax",
+        "accelrl / MJX",
+    ]
     print_table(columns, rows)
     name = "physics_quick" if args.quick else "physics"
+    peer_notes = [f"{e}: {peers[e]['error']}" for e in PEERS if "error" in peers[e]]
+    versions = {e: peers[e].get("versions") for e in PEERS if "versions" in peers[e]}
     write_result(
         name,
         {
@@ -175,22 +227,27 @@ def main(argv: list[str] | None = None) -> int:
                     "title": "Throughput",
                     "columns": columns,
                     "rows": rows,
-                    "note": "contacts and joint limits on both sides; random controls in range",
+                    "note": "contacts and joint limits on all sides; random controls in range, "
+                    "fixed per world. Brax: its ant env's whole step (generalized pipeline, its "
+                    "own model; observation and reward included). MJX: gymnasium's ant, Euler, "
+                    "5 mjx.step calls. Peers run in their own interpreter (make peers), "
+                    "after accelrl, in the same run.",
                 }
             ],
             "engine": results,
             "mujoco": ref,
-            "peers_skipped": skipped_peers,
+            "peers": peers,
             "load_average_start": meta.get("load_average"),
             "load_average_end": load_average(),
             "notes": [
                 "XLA:CPU runs with its concurrency-optimized scheduler off (physics/xla_cpu.py); "
                 "with it, batches >= 512 deadlocked (jax 0.10.2)",
-                *(f"{k}: {v}" for k, v in skipped_peers.items()),
+                *(f"peer versions: {e} {v}" for e, v in versions.items()),
+                *peer_notes,
             ],
         },
     )
-    png = plot(results, ref["steps_per_s"], RESULTS_DIR / f"{name}.png")
+    png = plot(results, ref["steps_per_s"], peers, RESULTS_DIR / f"{name}.png")
     print(f"plot: {png}" if png else "plot: matplotlib not installed, skipped")
     return 0
 

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/run_all.py            # what `make bench` runs
     .venv/bin/python benchmarks/run_all.py --quick    # smoke: passes --quick to each
 
-A benchmark is any `benchmarks/*.py` (other than common.py and this file) that defines a
+A benchmark is any `benchmarks/*.py` (other than common.py, peers.py and this file) that defines a
 top-level `main()`. Each runs in its own subprocess, so one failing does not stop the rest;
 the exit status is non-zero if any failed.
 """
@@ -19,7 +19,8 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
-SKIP = {"common.py", "run_all.py"}
+# peers.py is not a benchmark of its own: physics.py and ant_training.py run it in the peers venv.
+SKIP = {"common.py", "run_all.py", "peers.py"}
 
 
 def discover() -> list[Path]:

@@ -33,3 +33,35 @@ def test_script_starts(script, tmp_path):
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "usage:" in out.stdout
+
+
+def test_peers_script_starts_without_the_peers_installed(tmp_path):
+    """benchmarks/peers.py runs in the peers venv (`make peers`); its --help needs nothing."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "peers.py"), "step", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0 and "--engine" in out.stdout, out.stderr[-3000:]
+
+
+def test_a_failing_peer_is_reported_not_raised(monkeypatch):
+    """A peer interpreter without Brax: the benchmark gets {"error": ...} naming the cause."""
+    import common
+
+    monkeypatch.setenv("ACCELRL_PEERS_PYTHON", sys.executable)
+    result = common.run_peer(["step", "--engine", "brax", "--batches", "1"], timeout=120)
+    if "error" not in result:
+        pytest.skip("this interpreter has Brax: the peer ran")
+    assert "brax" in result["error"], result
+
+
+def test_no_peer_interpreter_says_how_to_get_one(monkeypatch, tmp_path):
+    import common
+
+    monkeypatch.delenv("ACCELRL_PEERS_PYTHON", raising=False)
+    monkeypatch.setattr(common, "PEERS_VENV_PYTHON", tmp_path / "missing" / "python")
+    assert common.run_peer(["ppo"], timeout=10) == {"error": common.peer_python()[1]}
+    assert "make peers" in common.peer_python()[1]
