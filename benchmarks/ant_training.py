@@ -98,7 +98,14 @@ def write(results: list[dict[str, Any]], args: argparse.Namespace, meta: dict[st
         notes.append(
             f"Brax PPO ({versions}) in its own interpreter after accelrl's measurement, same "
             "machine and run; its SPS is Brax's training/sps of the best epoch after the "
-            "second (the first two compiled on CPU), evaluations excluded."
+            "second (the first two compiled on CPU), evaluations excluded. Brax minibatches "
+            "per update, by envs: "
+            + ", ".join(
+                f"{r['num_envs']}: {r['brax_ppo']['num_minibatches']}"
+                for r in results
+                if "num_minibatches" in r.get("brax_ppo", {})
+            )
+            + " (Brax's 32 where they divide the envs, else 1)."
         )
     notes.append(
         f"{PRESET} at each batch: unroll {results[0]['unroll_length']}, 4 epochs, one iteration "
