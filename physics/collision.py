@@ -1,9 +1,10 @@
-"""Narrow-phase collision of primitive geoms (plane, sphere, capsule, box), MuJoCo-compatible.
+"""Narrow-phase collision of primitive geoms (plane, sphere, capsule, cylinder, box),
+MuJoCo-compatible.
 
 Every geom is given in the world frame by its position ``pos`` [3], rotation ``mat`` [3, 3]
-(columns are the local axes) and MuJoCo ``size`` [3]: sphere (radius, -, -), capsule (radius,
-half-length along local z, -), box (half-extents), plane (-, -, -; the plane is the local xy
-plane through ``pos``, normal local z, infinite).
+(columns are the local axes) and MuJoCo ``size`` [3]: sphere (radius, -, -), capsule and
+cylinder (radius, half-length along local z, -), box (half-extents), plane (-, -, -; the plane
+is the local xy plane through ``pos``, normal local z, infinite).
 
 Each pair function returns a :class:`Contact` with a FIXED number of points (leading axis), so
 the result has a static shape and can be jitted and vmapped. Unused points get ``dist = FAR``
@@ -16,17 +17,27 @@ pair               count  notes
 plane-sphere       1      exact (as MuJoCo)
 plane-capsule      2      the two end spheres (as MuJoCo)
 plane-box          4      first 4 corners below the plane in MuJoCo's corner order
+plane-cylinder     4      exact (as MuJoCo): the nearest rim points of both caps, and two
+                          more on the nearer cap's rim (a triangle with the first)
 sphere-sphere      1      exact; coincident centres get normal +x (as MuJoCo)
 sphere-capsule     1      exact
 capsule-capsule    2      closest points; exactly parallel axes give the two ends of the
                           overlap (as MuJoCo), otherwise slot 2 is unused
 sphere-box         1      exact (box signed distance at the sphere centre)
+sphere-cylinder    1      exact (as MuJoCo): side, cap or rim, whichever is nearest
 capsule-box        2      approximation: deepest point of the segment in the box SDF
                           (golden-section search); axis parallel to the contact face
                           gives the two ends of the segment clipped to the face instead
+capsule-cylinder   1      the deepest point of the segment in the cylinder SDF
+                          (golden-section search), then sphere-cylinder there: exact
+                          while the segment stays outside the cylinder (MuJoCo's convex
+                          collider gives the same distance and normal), an approximation
+                          once it is inside. A segment (nearly) parallel to a cap gets
+                          two points from MuJoCo 4.0 (clipped to the cap), one here
 box-box            8      approximation: corners of each box against the other box's
                           SDF, the 8 deepest kept; edge-edge crossings are missed
 =================  =====  =========================================================
+Other pairs with a cylinder (cylinder-cylinder, cylinder-box) have no function here.
 
 Conventions follow MuJoCo's ``mjContact``: ``dist`` is signed (negative = penetration),
 ``pos`` is midway between the two surfaces, ``frame`` rows are (normal, tangent1, tangent2)
@@ -46,6 +57,7 @@ import jax.numpy as jnp
 GEOM_PLANE = 0
 GEOM_SPHERE = 2
 GEOM_CAPSULE = 3
+GEOM_CYLINDER = 5
 GEOM_BOX = 6
 
 FAR = 1e6  # distance given to unused contact slots; any margin test rejects it
@@ -56,11 +68,14 @@ _PARALLEL_TOL = 1e-6  # |sin| below which segment axes count as parallel
 _NUM_CONTACTS = {
     (GEOM_PLANE, GEOM_SPHERE): 1,
     (GEOM_PLANE, GEOM_CAPSULE): 2,
+    (GEOM_PLANE, GEOM_CYLINDER): 4,
     (GEOM_PLANE, GEOM_BOX): 4,
     (GEOM_SPHERE, GEOM_SPHERE): 1,
     (GEOM_SPHERE, GEOM_CAPSULE): 1,
     (GEOM_CAPSULE, GEOM_CAPSULE): 2,
+    (GEOM_SPHERE, GEOM_CYLINDER): 1,
     (GEOM_SPHERE, GEOM_BOX): 1,
+    (GEOM_CAPSULE, GEOM_CYLINDER): 1,
     (GEOM_CAPSULE, GEOM_BOX): 2,
     (GEOM_BOX, GEOM_BOX): 8,
 }
@@ -368,6 +383,108 @@ def collide_capsule_box(
     return _stack(dist, pos, normal)
 
 
+def collide_plane_cylinder(
+    pos1: jax.Array, mat1: jax.Array, pos2: jax.Array, mat2: jax.Array, size2: jax.Array
+) -> Contact:
+    """Plane against cylinder: 4 slots, as MuJoCo's plane-cylinder.
+
+    With the axis turned towards the plane, the points are the rim point nearest the plane on
+    the near cap and on the far cap, and the two near-cap rim points that complete an
+    equilateral triangle with the first. A cap parallel to the plane uses the local x axis.
+    """
+    n = mat1[:, 2]
+    radius, half = size2[0], size2[1]
+    axis = mat2[:, 2]
+    along = jnp.dot(n, axis)
+    axis = jnp.where(along > 0.0, -axis, axis)  # points towards the plane
+    along = -jnp.abs(along)
+    dist0 = jnp.dot(pos2 - pos1, n)
+    radial = axis * along - n  # -n without its axial part: towards the plane, in the cap
+    length = _safe_norm(radial)
+    radial = jnp.where(
+        length > 1e-15, radial * radius / jnp.maximum(length, 1e-15), mat2[:, 0] * radius
+    )
+    down = jnp.dot(radial, n)
+    side = _normalize(jnp.cross(radial, axis), mat2[:, 1]) * (radius * 0.8660254037844386)
+    near = pos2 + axis * half
+    points = jnp.stack(
+        [
+            near + radial,
+            pos2 - axis * half + radial,
+            near + side - 0.5 * radial,
+            near - side - 0.5 * radial,
+        ]
+    )
+    dist = dist0 + jnp.stack(
+        [
+            along * half + down,
+            -along * half + down,
+            along * half - 0.5 * down,
+            along * half - 0.5 * down,
+        ]
+    )
+    return _stack(dist, points - n * (0.5 * dist[:, None]), jnp.broadcast_to(n, (4, 3)))
+
+
+def _sphere_cylinder(
+    c: jax.Array, r: jax.Array, pos: jax.Array, mat: jax.Array, size: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(dist, pos, normal sphere->cylinder) of a sphere (centre c, radius r), as MuJoCo's
+    sphere-cylinder: against the side (axis point), a cap (plane) or the rim (a point)."""
+    radius, half = size[0], size[1]
+    axis = mat[:, 2]
+    rel = c - pos
+    x = jnp.dot(axis, rel)
+    radial = rel - axis * x
+    radial_sq = jnp.dot(radial, radial)
+    side, cap = jnp.abs(x) < half, radial_sq < radius * radius
+    deeper_in_side = (half - jnp.abs(x)) >= (radius - jnp.sqrt(radial_sq))
+    use_side = side & (~cap | deeper_in_side)
+    use_cap = cap & ~use_side
+
+    d_side, p_side, n_side = _sphere_sphere_raw(c, r, pos + axis * x, radius)
+    up = axis * jnp.where(x > 0.0, 1.0, -1.0)  # outward normal of the nearer cap
+    d_cap = jnp.dot(rel, up) - half - r
+    p_cap = c - up * (r + 0.5 * d_cap)
+    rim = pos + up * half + _normalize(radial, mat[:, 0]) * radius
+    d_rim, p_rim, n_rim = _sphere_sphere_raw(c, r, rim, 0.0)
+    dist = jnp.where(use_side, d_side, jnp.where(use_cap, d_cap, d_rim))
+    point = jnp.where(use_side, p_side, jnp.where(use_cap, p_cap, p_rim))
+    normal = jnp.where(use_side, n_side, jnp.where(use_cap, -up, n_rim))
+    return dist, point, normal
+
+
+def collide_sphere_cylinder(
+    pos1: jax.Array, size1: jax.Array, pos2: jax.Array, mat2: jax.Array, size2: jax.Array
+) -> Contact:
+    """Sphere against cylinder: 1 contact."""
+    dist, pos, n = _sphere_cylinder(pos1, size1[0], pos2, mat2, size2)
+    return _stack(dist[None], pos[None], n[None])
+
+
+def _cylinder_sdf(p: jax.Array, radius: jax.Array, half: jax.Array) -> jax.Array:
+    """Signed distance of local point p to a cylinder along local z (convex in p)."""
+    q = jnp.stack([_safe_norm(p[:2]) - radius, jnp.abs(p[2]) - half])
+    return _safe_norm(jnp.maximum(q, 0.0)) + jnp.minimum(jnp.max(q), 0.0)
+
+
+def collide_capsule_cylinder(
+    pos1: jax.Array,
+    mat1: jax.Array,
+    size1: jax.Array,
+    pos2: jax.Array,
+    mat2: jax.Array,
+    size2: jax.Array,
+) -> Contact:
+    """Capsule against cylinder: 1 slot, sphere-cylinder at the segment's deepest point in
+    the cylinder SDF (convex along the segment, so golden-section search finds it)."""
+    a, b = _capsule_ends(pos1, mat1, size1)
+    la, ld = mat2.T @ (a - pos2), mat2.T @ (b - a)  # segment in cylinder coordinates
+    t_star = _golden_min(lambda t: _cylinder_sdf(la + t * ld, size2[0], size2[1]))
+    dist, pos, n = _sphere_cylinder(a + t_star * (b - a), size1[0], pos2, mat2, size2)
+    return _stack(dist[None], pos[None], n[None])
+
+
 def collide_box_box(
     pos1: jax.Array,
     mat1: jax.Array,
@@ -422,6 +539,8 @@ def collide(
         return collide_plane_sphere(pos1, mat1, pos2, size2)
     if key == (GEOM_PLANE, GEOM_CAPSULE):
         return collide_plane_capsule(pos1, mat1, pos2, mat2, size2)
+    if key == (GEOM_PLANE, GEOM_CYLINDER):
+        return collide_plane_cylinder(pos1, mat1, pos2, mat2, size2)
     if key == (GEOM_PLANE, GEOM_BOX):
         return collide_plane_box(pos1, mat1, pos2, mat2, size2, margin)
     if key == (GEOM_SPHERE, GEOM_SPHERE):
@@ -430,8 +549,12 @@ def collide(
         return collide_sphere_capsule(pos1, size1, pos2, mat2, size2)
     if key == (GEOM_CAPSULE, GEOM_CAPSULE):
         return collide_capsule_capsule(pos1, mat1, size1, pos2, mat2, size2)
+    if key == (GEOM_SPHERE, GEOM_CYLINDER):
+        return collide_sphere_cylinder(pos1, size1, pos2, mat2, size2)
     if key == (GEOM_SPHERE, GEOM_BOX):
         return collide_sphere_box(pos1, size1, pos2, mat2, size2)
+    if key == (GEOM_CAPSULE, GEOM_CYLINDER):
+        return collide_capsule_cylinder(pos1, mat1, size1, pos2, mat2, size2)
     if key == (GEOM_CAPSULE, GEOM_BOX):
         return collide_capsule_box(pos1, mat1, size1, pos2, mat2, size2)
     if key == (GEOM_BOX, GEOM_BOX):

@@ -8,8 +8,8 @@ import pytest
 
 from physics import collision as col
 
-TYPE_NAMES = {0: "plane", 2: "sphere", 3: "capsule", 6: "box"}
-SIZES = {0: "1 1 0.1", 2: "0.15", 3: "0.1 0.3", 6: "0.1 0.2 0.15"}
+TYPE_NAMES = {0: "plane", 2: "sphere", 3: "capsule", 5: "cylinder", 6: "box"}
+SIZES = {0: "1 1 0.1", 2: "0.15", 3: "0.1 0.3", 5: "0.12 0.2", 6: "0.1 0.2 0.15"}
 
 
 def _model(type1, type2, size2=None):
@@ -64,10 +64,12 @@ def _ours(type1, type2, samples):
 EXACT_PAIRS = [
     (col.GEOM_PLANE, col.GEOM_SPHERE),
     (col.GEOM_PLANE, col.GEOM_CAPSULE),
+    (col.GEOM_PLANE, col.GEOM_CYLINDER),
     (col.GEOM_PLANE, col.GEOM_BOX),
     (col.GEOM_SPHERE, col.GEOM_SPHERE),
     (col.GEOM_SPHERE, col.GEOM_CAPSULE),
     (col.GEOM_CAPSULE, col.GEOM_CAPSULE),
+    (col.GEOM_SPHERE, col.GEOM_CYLINDER),
     (col.GEOM_SPHERE, col.GEOM_BOX),
 ]
 
@@ -93,15 +95,19 @@ def test_matches_mujoco_contacts(types):
 
 @pytest.mark.parametrize(
     "types",
-    [(col.GEOM_CAPSULE, col.GEOM_BOX), (col.GEOM_BOX, col.GEOM_BOX)],
-    ids=["capsule-box", "box-box"],
+    [
+        (col.GEOM_CAPSULE, col.GEOM_CYLINDER),
+        (col.GEOM_CAPSULE, col.GEOM_BOX),
+        (col.GEOM_BOX, col.GEOM_BOX),
+    ],
+    ids=["capsule-cylinder", "capsule-box", "box-box"],
 )
 def test_approximate_pairs_deepest_contact(types):
     """Approximate pairs: the deepest contact (dist, normal) matches MuJoCo's deepest.
 
-    Capsule-box: compared while the capsule axis stays outside the box (penetration below
-    the radius); once the axis enters the box our SDF point is deeper than MuJoCo's, and
-    MuJoCo may add a second point where we leave slot 2 unused.
+    Capsule-box and capsule-cylinder: compared while the capsule axis stays outside the box
+    or cylinder (penetration below the radius); once the axis enters it our SDF point is
+    deeper than MuJoCo's, and MuJoCo may add a second point where we leave slot 2 unused.
     Box-box misses edge-edge crossings, so only poses where MuJoCo's deepest point is a
     corner inside the other box (our construction) are compared: box1 rests on box2's top
     face with random yaw and tilt.
@@ -214,13 +220,22 @@ DEGENERATE = {
     "box-box coincident": (6, 6, [0, 0, 0], [0, 0, 0], 0.0),
     "plane-box flat": (0, 6, [0, 0, 0], [0, 0, 0.1], 0.0),
     "plane-capsule upright": (0, 3, [0, 0, 0], [0, 0, 0.2], 0.0),
+    "plane-cylinder flat": (0, 5, [0, 0, 0], [0, 0, 0.2], 0.0),
+    "sphere-cylinder on axis": (2, 5, [0, 0, 0], [0, 0, 0], 0.0),
+    "capsule-cylinder coaxial": (3, 5, [0, 0, 0], [0, 0, 0], 0.0),
 }
 
 
 @pytest.mark.parametrize("case", list(DEGENERATE), ids=list(DEGENERATE))
 def test_gradients_finite_in_degenerate_poses(case):
     t1, t2, p1, p2, angle = DEGENERATE[case]
-    size = {0: [1.0, 1.0, 0.1], 2: [0.1, 0, 0], 3: [0.1, 0.3, 0], 6: [0.1, 0.1, 0.1]}
+    size = {
+        0: [1.0, 1.0, 0.1],
+        2: [0.1, 0, 0],
+        3: [0.1, 0.3, 0],
+        5: [0.1, 0.2, 0],
+        6: [0.1, 0.1, 0.1],
+    }
 
     def rot(a):
         c, s = jnp.cos(a), jnp.sin(a)
@@ -257,7 +272,7 @@ def test_jit_vmap_shapes_static():
         col.collide(6, 2, pos[0], mat[0], size[0], pos[0], mat[0], size[0])
 
 
-@pytest.mark.parametrize("types", [(2, 3), (3, 3), (2, 6), (3, 6), (0, 6)])
+@pytest.mark.parametrize("types", [(2, 3), (3, 3), (2, 6), (3, 6), (0, 6), (0, 5), (2, 5), (3, 5)])
 def test_dist_gradient_matches_finite_differences(types):
     """d dist / d pos2 of the deepest slot equals a central difference in a generic pose."""
     rng = np.random.default_rng(3)
@@ -283,3 +298,56 @@ def _rot(rng):
     mat = np.zeros(9)
     mujoco.mju_quat2Mat(mat, q)
     return mat.reshape(3, 3)
+
+
+def _pair_at(type1, type2, pos1, quat1, pos2, quat2):
+    """MuJoCo's contacts and our slots for geom1 at (pos1, quat1) and geom2 at (pos2, quat2)."""
+    m = _model(type1, type2)
+    d = mujoco.MjData(m)
+    d.qpos[:] = [*pos1, *quat1, *pos2, *quat2]
+    mujoco.mj_forward(m, d)
+    pos = jnp.asarray(d.geom_xpos, jnp.float32)
+    mat = jnp.asarray(d.geom_xmat.reshape(-1, 3, 3), jnp.float32)
+    size = jnp.asarray(m.geom_size, jnp.float32)
+    ours = col.collide(type1, type2, pos[0], mat[0], size[0], pos[1], mat[1], size[1])
+    return d.contact[: d.ncon], ours
+
+
+# sphere (radius 0.15) against an upright cylinder (radius 0.12, half-height 0.2) at the origin
+SPHERE_CYLINDER = {
+    "side": [0.25, 0.05, 0.0],
+    "cap": [0.03, -0.02, 0.33],
+    "rim": [0.18, 0.0, 0.3],
+    "inside, nearer the side": [0.08, 0.0, 0.02],
+    "inside, nearer the cap": [0.01, 0.02, -0.17],
+}
+
+
+@pytest.mark.parametrize("case", list(SPHERE_CYLINDER), ids=list(SPHERE_CYLINDER))
+def test_sphere_cylinder_each_feature_like_mujoco(case):
+    """Side, cap, rim and both deep cases: MuJoCo's one contact, dist/pos/frame."""
+    upright = [1, 0, 0, 0]
+    sphere_at = SPHERE_CYLINDER[case]
+    # geom1 is the sphere's free body, geom2 the cylinder's (MuJoCo orders sphere < cylinder)
+    cons, ours = _pair_at(2, 5, sphere_at, upright, [0, 0, 0], upright)
+    assert len(cons) == 1 and int(jnp.sum(ours.dist < 0)) == 1
+    np.testing.assert_allclose(ours.dist[0], cons[0].dist, atol=1e-5)
+    np.testing.assert_allclose(ours.pos[0], cons[0].pos, atol=1e-5)
+    np.testing.assert_allclose(ours.frame[0].ravel(), cons[0].frame, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "capsule_at",
+    [[0.2, 0.0, 0.05], [0.15, 0.12, -0.1], [0.03, 0.0, 0.28]],
+    ids=["side", "side, skewed", "across the cap"],
+)
+def test_horizontal_capsule_against_upright_cylinder_like_mujoco(capsule_at):
+    """A pusher's case: a level capsule (radius 0.1) touching a standing cylinder; our one
+    contact has the dist and normal of MuJoCo's deepest. Across the cap MuJoCo 4.0 reports
+    two points (the segment clipped to the cap), where we report one."""
+    level = [np.cos(np.pi / 4), np.sin(np.pi / 4), 0, 0]  # capsule axis along world y
+    cons, ours = _pair_at(3, 5, capsule_at, level, [0, 0, 0], [1, 0, 0, 0])
+    deepest = min(cons, key=lambda c: c.dist)
+    assert len(cons) == (2 if capsule_at[2] > 0.2 else 1) and float(ours.dist[0]) < 0
+    np.testing.assert_allclose(ours.dist[0], deepest.dist, atol=1e-4)
+    np.testing.assert_allclose(ours.normal[0], deepest.frame[:3], atol=1e-3)

@@ -150,6 +150,7 @@ RESTING = """
     [
         ('<geom type="sphere" size="0.1" mass="1"/>', 0.1),
         ('<geom type="box" size="0.2 0.1 0.05" mass="2"/>', 0.05),
+        ('<geom type="cylinder" size="0.1 0.05" mass="1"/>', 0.05),
     ],
 )
 def test_resting_on_plane_no_jitter_no_sinking(geom, z):
@@ -259,10 +260,10 @@ def test_contact_cap_solves_the_deepest_slots():
 
 
 def test_unsupported_collision_pair_warns_and_is_skipped():
-    xml = """<mujoco><worldbody><geom name="floor" type="plane" size="1 1 1"/>
+    xml = """<mujoco><worldbody><geom name="floor" type="box" size="1 1 0.1"/>
   <body pos="0 0 1"><freejoint/><geom name="can" type="cylinder" size="0.1 0.2"/>
   </body></worldbody></mujoco>"""
-    with pytest.warns(physics.MJCFWarning, match="'floor', 'can'"):
+    with pytest.warns(physics.MJCFWarning, match="'can', 'floor'"):
         sys = physics.load_mjcf(xml)
     assert sys.contact_pairs == ()
 
@@ -272,3 +273,49 @@ def test_limited_ball_joint_is_a_load_error():
     limited="true"/><geom size="0.1"/></body></worldbody></mujoco>"""
     with pytest.raises(physics.MJCFError, match="shoulder"):
         physics.load_mjcf(xml)
+
+
+CYLINDER_SCENES = {
+    # a tilted can falls on the floor while a ball rolls into it
+    "can, floor and ball": (
+        """<mujoco><compiler angle="radian"/><worldbody><geom type="plane" size="5 5 .1"/>
+  <body pos="0 0 0.18" euler="0.6 0.3 0"><freejoint/><geom type="cylinder" size="0.1 0.15"/></body>
+  <body pos="0.35 0.05 0.12"><freejoint/><geom type="sphere" size="0.08"/></body>
+</worldbody></mujoco>""",
+        {6: [-1.5, 0.0, 0.0]},
+        {(0, 1), (1, 2)},
+    ),
+    # the pusher's case: no gravity, a level capsule swings into a standing puck off-centre
+    "capsule pushes a puck": (
+        """<mujoco><option gravity="0 0 0"/><compiler angle="radian"/><worldbody>
+  <body pos="0 0 0"><freejoint/><geom type="cylinder" size="0.05 0.05"/></body>
+  <body pos="-0.1 0.03 0.01" euler="1.5708 0 0"><freejoint/><geom type="capsule" size="0.02 0.1"/>
+  </body>
+</worldbody></mujoco>""",
+        {6: [1.5, 0.0, 0.0], 9: [0.0, 0.0, 4.0]},
+        {(0, 1)},
+    ),
+}
+
+
+@pytest.mark.parametrize("scene", list(CYLINDER_SCENES), ids=list(CYLINDER_SCENES))
+def test_cylinder_trajectory_matches_mujoco(scene):
+    """Plane-, sphere- and capsule-cylinder contacts in the step: 100 steps (0.2 s) against
+    MuJoCo."""
+    xml, velocities, pairs = CYLINDER_SCENES[scene]
+    sys = physics.load_mjcf(xml)
+    m = _mujoco(xml)
+    d = mujoco.MjData(m)
+    qd = np.zeros(m.nv)
+    for k, v in velocities.items():
+        qd[k : k + 3] = v
+    d.qvel[:] = qd
+    state = physics.init(sys, m.qpos0, qd)
+    pairs_seen = set()
+    for _ in range(100):
+        state = step(sys, state, jnp.zeros(0))
+        mujoco.mj_step(m, d)
+        pairs_seen |= {tuple(sorted((c.geom1, c.geom2))) for c in d.contact}
+    assert pairs <= pairs_seen, pairs_seen
+    np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=5e-4)
+    np.testing.assert_allclose(np.asarray(state.qd), d.qvel, atol=1e-2)
