@@ -31,6 +31,7 @@ SPECS = {
     "humanoid": (276, 17, 0.015),
     "humanoidstandup": (276, 17, 0.015),
     "reacher": (11, 2, 0.02),
+    "pusher": (23, 7, 0.05),
     "inverted_pendulum": (4, 1, 0.04),
     "inverted_double_pendulum": (8, 1, 0.05),
 }
@@ -262,6 +263,30 @@ def check_reacher_rewards(name):
     assert np.all(np.linalg.norm(q[0, :, 2:], axis=-1) <= 0.2)
 
 
+def check_pusher_rewards(name):
+    q, qd, a, ts, env = trajectory(name)
+    model = mujoco_model(env)
+    com = field(kinematics(model, q[1:]), "xipos")
+    tips, puck, goal = (com[..., model.body(b).id, :] for b in ("tips_arm", "object", "goal"))
+    terms = {
+        "reward_dist": -np.linalg.norm(puck - goal, axis=-1),
+        "reward_ctrl": -0.1 * np.sum(a**2, -1),
+        "reward_near": -0.5 * np.linalg.norm(tips - puck, axis=-1),
+    }
+    _check(ts.info["metrics"], terms)
+    np.testing.assert_allclose(ts.reward, sum(terms.values()), rtol=1e-4, atol=1e-4)
+    obs = np.concatenate([q[1:, :, :7], qd[1:, :, :7], tips, puck, goal], -1)
+    np.testing.assert_allclose(ts.observation, obs, atol=1e-5)
+    # reset: the arm at qpos0, the goal at its origin, the puck drawn > 0.17 from it, at rest
+    np.testing.assert_array_equal(q[0, :, :7], np.broadcast_to(model.qpos0[:7], (BATCH, 7)))
+    np.testing.assert_array_equal(q[0, :, -2:], 0.0)
+    assert np.all(np.linalg.norm(q[0, :, -4:-2], axis=-1) > 0.17)
+    y_slide, x_slide = q[0, :, -4], q[0, :, -3]
+    assert np.all((-0.3 <= y_slide) & (y_slide <= 0) & (np.abs(x_slide) <= 0.2))
+    np.testing.assert_array_equal(qd[0, :, -4:], 0.0)
+    assert not np.any(ts.terminated)
+
+
 def check_inverted_pendulum_rewards(name):
     q, qd, a, ts, env = trajectory(name)
     np.testing.assert_array_equal(ts.reward, np.ones_like(ts.reward))
@@ -312,6 +337,7 @@ REWARD_CHECKS = {
     "humanoid": check_humanoid_rewards_and_observation,
     "humanoidstandup": check_humanoid_rewards_and_observation,
     "reacher": check_reacher_rewards,
+    "pusher": check_pusher_rewards,
     "inverted_pendulum": check_inverted_pendulum_rewards,
     "inverted_double_pendulum": check_inverted_double_pendulum_rewards,
 }

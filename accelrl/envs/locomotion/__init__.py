@@ -12,6 +12,7 @@ from accelrl.envs.locomotion.humanoid import Humanoid
 from accelrl.envs.locomotion.humanoidstandup import HumanoidStandup
 from accelrl.envs.locomotion.inverted_double_pendulum import InvertedDoublePendulum
 from accelrl.envs.locomotion.inverted_pendulum import InvertedPendulum
+from accelrl.envs.locomotion.pusher import Pusher
 from accelrl.envs.locomotion.reacher import Reacher
 from accelrl.envs.locomotion.walker2d import Walker2d
 
@@ -23,6 +24,7 @@ ENVS = {
     "humanoid": Humanoid,
     "humanoidstandup": HumanoidStandup,
     "reacher": Reacher,
+    "pusher": Pusher,
     "inverted_pendulum": InvertedPendulum,
     "inverted_double_pendulum": InvertedDoublePendulum,
 }
@@ -38,6 +40,7 @@ __all__ = [
     "InvertedPendulum",
     "LocomotionEnv",
     "LocomotionState",
+    "Pusher",
     "Reacher",
     "Walker2d",
 ]
