@@ -54,11 +54,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-GEOM_PLANE = 0
-GEOM_SPHERE = 2
-GEOM_CAPSULE = 3
-GEOM_CYLINDER = 5
-GEOM_BOX = 6
+from physics.system import GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_PLANE, GEOM_SPHERE
 
 FAR = 1e6  # distance given to unused contact slots; any margin test rejects it
 _EPS = 1e-12  # squared-norm floor below which a vector counts as zero
@@ -400,10 +396,7 @@ def collide_plane_cylinder(
     along = -jnp.abs(along)
     dist0 = jnp.dot(pos2 - pos1, n)
     radial = axis * along - n  # -n without its axial part: towards the plane, in the cap
-    length = _safe_norm(radial)
-    radial = jnp.where(
-        length > 1e-15, radial * radius / jnp.maximum(length, 1e-15), mat2[:, 0] * radius
-    )
+    radial = _normalize(radial, mat2[:, 0]) * radius
     down = jnp.dot(radial, n)
     side = _normalize(jnp.cross(radial, axis), mat2[:, 1]) * (radius * 0.8660254037844386)
     near = pos2 + axis * half
