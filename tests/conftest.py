@@ -1,7 +1,10 @@
 """Shared test settings: CPU-only, and one XLA compilation cache per test session.
 
 The cache starts empty for every session (each test still compiles for real the first time);
-tests that rebuild an identical training step (resume, evaluation) then reuse it.
+later identical programs reuse it: a training step rebuilt for resume or evaluation, and the
+same step compiled again by the other xdist worker or by an `accelrl` subprocess (they inherit
+the directory through JAX_COMPILATION_CACHE_DIR). The process that creates it removes it; a
+JAX_COMPILATION_CACHE_DIR already set by the caller is used as it is.
 """
 
 import atexit
@@ -10,12 +13,9 @@ import shutil
 import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-
-import jax  # noqa: E402
-
-import physics  # noqa: E402,F401  (its XLA:CPU flags must precede any computation)
-
-if jax.config.jax_compilation_cache_dir is None:
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _cache = tempfile.mkdtemp(prefix="accelrl-xla-")
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
-    jax.config.update("jax_compilation_cache_dir", _cache)
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache
+
+import physics  # noqa: E402,F401  (its XLA:CPU flags must precede any computation)
