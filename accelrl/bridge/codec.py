@@ -205,20 +205,23 @@ def encode_steps(
     )
 
 
-def decode_steps(steps: pb.Steps, spec: EnvSpec, owned: np.ndarray) -> DecodedSteps:
+def decode_steps(
+    steps: pb.Steps, spec: EnvSpec, owned: np.ndarray, usual: np.ndarray | None = None
+) -> DecodedSteps:
     """Validate a Steps message against the actor's `spec` and its `owned` env ids.
 
     `owned` is a boolean mask over all env ids of the server (True where this actor owns it).
+    `usual` (optional): the ids the actor was given, in order. A message listing exactly these
+    (every message of the actor in this repo) skips the per-id ownership and uniqueness checks,
+    which they pass by construction, and shares that array as `env_ids`.
     """
     n = len(steps.env_ids)
     if n == 0:
         raise ProtocolError("env_ids is empty")
-    ids = np.fromiter(steps.env_ids, np.int32, n)
-    if ids.min() < 0 or ids.max() >= owned.size or not owned[ids].all():
-        raise ProtocolError(f"env_ids {sorted(set(ids.tolist()) - _owned(owned))} are not yours")
-    ordered = np.sort(ids)
-    if n > 1 and not (ordered[1:] != ordered[:-1]).all():
-        raise ProtocolError("env_ids repeat an id")
+    if usual is not None and n == len(usual) and steps.env_ids == usual.tolist():
+        ids = usual
+    else:
+        ids = _checked_ids(steps, owned)
     obs_dims = spec.observation_shape
     limit = n * spec.observation_bytes
     observation = decode_tensor(
@@ -241,6 +244,18 @@ def decode_steps(steps: pb.Steps, spec: EnvSpec, owned: np.ndarray) -> DecodedSt
         if not (np.isfinite(observation).all() and np.isfinite(final).all()):
             raise ProtocolError("observation is not finite")
     return DecodedSteps(ids, observation, reward, terminated, truncated, final)
+
+
+def _checked_ids(steps: pb.Steps, owned: np.ndarray) -> np.ndarray:
+    """`steps.env_ids` as an array, after checking each is owned and none repeats."""
+    n = len(steps.env_ids)
+    ids = np.fromiter(steps.env_ids, np.int32, n)
+    if ids.min() < 0 or ids.max() >= owned.size or not owned[ids].all():
+        raise ProtocolError(f"env_ids {sorted(set(ids.tolist()) - _owned(owned))} are not yours")
+    ordered = np.sort(ids)
+    if n > 1 and not (ordered[1:] != ordered[:-1]).all():
+        raise ProtocolError("env_ids repeat an id")
+    return ids
 
 
 def _owned(owned: np.ndarray) -> set[int]:

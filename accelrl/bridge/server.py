@@ -247,7 +247,7 @@ class BridgeServer:
                         message if isinstance(message, str) else "expected a Steps message",
                     )
                 try:
-                    steps = decode_steps(message.steps, self.spec, owned)
+                    steps = decode_steps(message.steps, self.spec, owned, slots)
                 except ProtocolError as error:
                     await self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT, str(error))
                 if self.done.is_set():

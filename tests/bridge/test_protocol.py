@@ -109,9 +109,18 @@ def test_decode_steps_validates():
             [3], terminated=np.array([True]), final=np.zeros((0, 4), np.float32)
         ),
     }
+    usual = np.array([3, 4, 5], np.int32)  # the ids the actor was given
     for fragment, steps in cases.items():
         with pytest.raises(ProtocolError, match=fragment):
             decode_steps(steps, SPEC, owned)
+        with pytest.raises(ProtocolError, match=fragment):
+            decode_steps(steps, SPEC, owned, usual)
+    # the usual ids in their usual order skip the per-id checks; any other list is checked
+    fast = decode_steps(_steps([3, 4, 5]), SPEC, owned, usual)
+    assert fast.env_ids is usual
+    np.testing.assert_array_equal(decode_steps(_steps([5, 3]), SPEC, owned, usual).env_ids, [5, 3])
+    with pytest.raises(ProtocolError, match="repeat"):
+        decode_steps(_steps([3, 4, 4]), SPEC, owned, usual)
 
 
 def test_handshake_spec_roundtrip():
