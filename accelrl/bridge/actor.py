@@ -34,7 +34,7 @@ from accelrl.bridge.codec import (
     encode_steps,
     handshake_message,
 )
-from accelrl.bridge.envs import env_spec, make_env
+from accelrl.bridge.envs import UnsupportedEnv, env_spec, make_env
 
 FATAL_CODES = (
     grpc.StatusCode.INVALID_ARGUMENT,
@@ -205,19 +205,19 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         pass
     tls_ca = open(args.tls_ca, "rb").read() if args.tls_ca else None
-    actor = Actor(
-        args.server,
-        args.env,
-        args.num_envs,
-        token=args.token,
-        seed=args.seed,
-        tls_ca=tls_ca,
-        sticky_actions=args.sticky_actions,
-        give_up_after=args.give_up_after,
-    )
     try:
+        actor = Actor(
+            args.server,
+            args.env,
+            args.num_envs,
+            token=args.token,
+            seed=args.seed,
+            tls_ca=tls_ca,
+            sticky_actions=args.sticky_actions,
+            give_up_after=args.give_up_after,
+        )
         asyncio.run(actor.run())
-    except (ActorRejected, ConnectionError, ProtocolError) as error:
+    except (ActorRejected, ConnectionError, ProtocolError, UnsupportedEnv) as error:
         print(f"accelrl actor: {error}", file=sys.stderr, flush=True)
         return 1
     except KeyboardInterrupt:

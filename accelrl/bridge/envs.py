@@ -8,6 +8,13 @@ Ids are `family:name`:
 - `grf:<scenario>`: Google Research Football (`grf:academy_empty_goal_close`), see `make grf`.
 - `trivial:<obs_size>`: a do-nothing env for measuring pure bridge overhead.
 
+Spaces: the bridge carries Box observations and Discrete or bounded Box actions. Other
+observation spaces of gymnasium envs are flattened by gymnasium's `FlattenObservation`, as
+Stable-Baselines3 preprocesses them: Discrete one-hot, MultiDiscrete one-hot per part,
+MultiBinary as is, Tuple and Dict the concatenation of their flattened parts. A
+`Discrete(n, start=s)` action space is offered as 0..n-1 and shifted by s on the way in. Any
+other action space (MultiDiscrete, Tuple...) is refused with `UnsupportedEnv`.
+
 Atari preprocessing (where each step happens): on the ACTOR, ALE runs with `frameskip=1` and
 the `repeat_action_probability` given (sticky actions; 0.25 is v5's default, 0 the classic
 DQN setting); gymnasium's `AtariPreprocessing` then repeats each action 4 times (frame skip 4,
@@ -25,6 +32,10 @@ from typing import Any
 import numpy as np
 
 from accelrl.bridge.codec import EnvSpec
+
+
+class UnsupportedEnv(ValueError):
+    """An env id or space the bridge cannot carry (the message names which)."""
 
 
 class TrivialEnv:
@@ -56,7 +67,7 @@ def make_env(env_id: str, sticky_actions: float = 0.25) -> Any:
     """A gymnasium-API env (reset(seed) -> (obs, info); step(a) -> 5-tuple) for `env_id`."""
     family, _, name = env_id.partition(":")
     if not name:
-        raise ValueError(f"env id {env_id!r} is not of the form family:name")
+        raise UnsupportedEnv(f"env id {env_id!r} is not of the form family:name")
     if family == "trivial":
         return TrivialEnv(int(name))
     if family == "atari":
@@ -72,13 +83,41 @@ def make_env(env_id: str, sticky_actions: float = 0.25) -> Any:
             return gymnasium.wrappers.AtariPreprocessing(
                 env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True
             )
-        return gymnasium.make(name)
+        return _bridgeable(gymnasium.make(name), env_id)
     if family == "grf":
         from accelrl.bridge.grf import make_grf_env
 
         return make_grf_env(name)
     families = "gymnasium, atari, grf, trivial"
-    raise ValueError(f"unknown env family {family!r} in {env_id!r} ({families})")
+    raise UnsupportedEnv(f"unknown env family {family!r} in {env_id!r} ({families})")
+
+
+def _bridgeable(env: Any, env_id: str) -> Any:
+    """`env` with the spaces the bridge carries (module docstring), or UnsupportedEnv."""
+    import gymnasium
+    from gymnasium import spaces
+
+    actions = env.action_space
+    if isinstance(actions, spaces.Discrete) and actions.start != 0:
+        start = actions.start
+        env = gymnasium.wrappers.TransformAction(
+            env, lambda a: start + a, spaces.Discrete(actions.n)
+        )
+    elif not isinstance(actions, spaces.Discrete | spaces.Box) or (
+        isinstance(actions, spaces.Box) and (len(actions.shape) != 1 or not actions.is_bounded())
+    ):
+        raise UnsupportedEnv(
+            f"{env_id}: action space {actions} is not supported (Discrete, or a bounded 1-D Box)"
+        )
+    if not isinstance(env.observation_space, spaces.Box):
+        space = env.observation_space
+        try:
+            env = gymnasium.wrappers.FlattenObservation(env)
+        except NotImplementedError:
+            pass
+        if not isinstance(env.observation_space, spaces.Box):
+            raise UnsupportedEnv(f"{env_id}: observation space {space} cannot be flattened")
+    return env
 
 
 def env_spec(env: Any) -> EnvSpec:

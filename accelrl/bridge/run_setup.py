@@ -13,9 +13,12 @@ def server_spec(config: TrainConfig) -> EnvSpec:
     b = config.bridge
     if b.observation_shape:
         return EnvSpec(tuple(b.observation_shape), b.observation_dtype or "float32", b.num_actions)
-    from accelrl.bridge.envs import env_spec, make_env
+    from accelrl.bridge.envs import UnsupportedEnv, env_spec, make_env
 
-    env = make_env(b.env, b.sticky_actions)
+    try:
+        env = make_env(b.env, b.sticky_actions)
+    except UnsupportedEnv as error:
+        raise ConfigError(f"bridge.env: {error}") from None
     try:
         return env_spec(env)
     finally:

@@ -1,0 +1,91 @@
+"""Which gymnasium spaces actors can carry: non-Box observations are flattened (as SB3 does),
+Discrete actions with a start are shifted, anything else is refused with a clear message."""
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from accelrl.bridge.envs import UnsupportedEnv, env_spec, make_env
+from accelrl.bridge.run_setup import server_spec
+from accelrl.config import ConfigError, apply_overrides
+from configs import load_preset
+
+
+class SpacesEnv(gymnasium.Env):
+    """Observations and actions of given spaces; records the last action it was stepped with."""
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        self.observation_space, self.action_space = observation_space, action_space
+        self.last_action = None
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple:
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action: object) -> tuple:
+        assert self.action_space.contains(action), action
+        self.last_action = action
+        return self.observation_space.sample(), 1.0, False, False, {}
+
+
+@pytest.fixture
+def spaces_env_id():
+    """Registers `SpacesEnv` under a fresh id for the spaces given; unregisters afterwards."""
+    ids = []
+
+    def register(observation_space: spaces.Space, action_space: spaces.Space) -> str:
+        env_id = f"accelrl-test/Spaces{len(ids)}-v0"
+        gymnasium.register(
+            env_id,
+            entry_point=SpacesEnv,
+            kwargs={"observation_space": observation_space, "action_space": action_space},
+        )
+        ids.append(env_id)
+        return f"gymnasium:{env_id}"
+
+    yield register
+    for env_id in ids:
+        gymnasium.registry.pop(env_id)
+
+
+def test_tuple_and_discrete_observations_are_flattened():
+    # Blackjack: Tuple(Discrete(32), Discrete(11), Discrete(2)) -> one-hot parts, 45 values
+    env = make_env("gymnasium:Blackjack-v1")
+    spec = env_spec(env)
+    assert spec.observation_shape == (45,) and spec.num_actions == 2
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (45,) and obs.sum() == 3  # one hot value per part
+    # FrozenLake: Discrete(16) -> one-hot of 16
+    lake = make_env("gymnasium:FrozenLake-v1")
+    assert env_spec(lake).observation_shape == (16,)
+    assert make_env("gymnasium:FrozenLake-v1").reset(seed=0)[0].tolist() == [1] + [0] * 15
+
+
+def test_dict_observations_and_discrete_actions_with_a_start(spaces_env_id):
+    observations = spaces.Dict({"position": spaces.Box(-1, 1, (2,)), "mode": spaces.Discrete(3)})
+    env = make_env(spaces_env_id(observations, spaces.Discrete(3, start=-1)))
+    spec = env_spec(env)
+    assert spec.observation_shape == (5,) and spec.num_actions == 3
+    env.reset(seed=0)
+    for action, expected in [(0, -1), (1, 0), (2, 1)]:
+        env.step(np.int32(action))  # what the actor sends: 0..n-1
+        assert env.unwrapped.last_action == expected
+
+
+@pytest.mark.parametrize(
+    "action_space, fragment",
+    [
+        (spaces.MultiDiscrete([2, 3]), "MultiDiscrete"),
+        (spaces.Box(-np.inf, np.inf, (2,)), "bounded 1-D Box"),
+        (spaces.Box(-1, 1, (2, 2)), "bounded 1-D Box"),
+    ],
+)
+def test_unsupported_action_spaces_are_refused_by_name(spaces_env_id, action_space, fragment):
+    env_id = spaces_env_id(spaces.Box(-1, 1, (3,)), action_space)
+    with pytest.raises(UnsupportedEnv, match=fragment):
+        make_env(env_id)
+    # the server refuses the preset the same way, as a config error (exit 2 from the CLI)
+    config = apply_overrides(load_preset("cartpole_vtrace_bridge"), [f"bridge.env={env_id}"])
+    with pytest.raises(ConfigError, match=f"bridge.env: .*{fragment}"):
+        server_spec(config)
