@@ -34,7 +34,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Train a preset, with optional key=value overrides of its config.",
         epilog=f"presets: {presets}",
     )
-    train.add_argument("preset", nargs="?", help=f"one of: {presets}")
+    train.add_argument(
+        "preset",
+        nargs="?",
+        help=f"one of: {presets}; or a .py file of your own defining config() -> TrainConfig",
+    )
     train.add_argument(
         "overrides", nargs="*", help="config overrides, e.g. agent.learning_rate=1e-3"
     )
@@ -91,12 +95,29 @@ def _resolve_train(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
     if args.resume:
         if args.run_dir is None:
             raise ConfigError("--resume needs --run-dir")
-        return apply_overrides(load_config(args.run_dir / "config.yaml"), overrides), args.run_dir
+        config = apply_overrides(load_config(args.run_dir / "config.yaml"), overrides)
+        _check_env(config)
+        return config, args.run_dir
     if not args.preset:
         raise ConfigError("name a preset (see `accelrl presets`)")
     config = apply_overrides(load_preset(args.preset), overrides)
-    run_dir = args.run_dir or Path("runs") / f"{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    _check_env(config)
+    name = Path(args.preset).stem
+    run_dir = args.run_dir or Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     return config, run_dir
+
+
+def _check_env(config: TrainConfig) -> None:
+    """A fused run's env must exist (a bridge run checks its env when it starts): a misspelt
+    or unimportable `env.name` is a config error before anything is written."""
+    if config.bridge.env:
+        return
+    from accelrl.envs import make
+
+    try:
+        make(config.env.name)
+    except ValueError as error:
+        raise ConfigError(f"env.name: {error}") from None
 
 
 def _enable_compilation_cache() -> None:
@@ -113,6 +134,8 @@ def _enable_compilation_cache() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` does: env.name=my_module:MyEnv
     if argv[:1] == ["actor"]:  # JAX-free: the actor has its own parser
         from accelrl.bridge.actor import main as actor_main
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -36,14 +37,34 @@ def registered_names() -> list[str]:
 
 
 def make(name: str, **kwargs: Any) -> Environment:
-    """The bare (unwrapped, single-instance) environment registered as `name`."""
-    if name not in _REGISTRY:
-        close = difflib.get_close_matches(name, _REGISTRY, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(
-            f"unknown environment {name!r}.{hint} Known: {', '.join(registered_names())}"
-        )
-    return _REGISTRY[name](**kwargs)
+    """The bare (unwrapped, single-instance) environment registered as `name`.
+
+    A name `module:attribute` that is not registered is an entry point, as in gymnasium's
+    registry: `attribute` of the imported `module` (a class or factory) is called with
+    `kwargs`, so `env.name=my_envs:GridWorld` trains an env of the user's own module.
+    """
+    if name in _REGISTRY:
+        return _REGISTRY[name](**kwargs)
+    if ":" in name:
+        return _entry_point(name)(**kwargs)
+    close = difflib.get_close_matches(name, _REGISTRY, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise ValueError(
+        f"unknown environment {name!r}.{hint} Known: {', '.join(registered_names())}, "
+        "or module:attribute of your own"
+    )
+
+
+def _entry_point(name: str) -> Callable[..., Environment]:
+    module_name, _, attribute = name.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"environment {name!r}: cannot import {module_name!r} ({error})") from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise ValueError(f"environment {name!r}: {module_name} has no callable {attribute!r}")
+    return factory
 
 
 def make_training_env(

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,60 @@ def test_resume_without_run_dir_is_an_error(tmp_path):
     result = run_cli("train", "--resume", cwd=tmp_path)
     assert result.returncode == 2
     assert "--run-dir" in result.stderr
+
+
+USER_ENVS = """
+from accelrl.envs.cartpole import CartPole
+
+
+def ShortCartPole():
+    return CartPole()
+"""
+
+USER_PRESET = """
+from accelrl.config import AgentConfig, EnvConfig, TrainConfig
+
+
+def config() -> TrainConfig:
+    return TrainConfig(
+        env=EnvConfig(name="user_envs:ShortCartPole", num_envs=4),
+        agent=AgentConfig(unroll_length=16),
+        total_env_steps=128,
+        iterations_per_chunk=1,
+    )
+"""
+
+
+def test_user_preset_file_and_env_module(tmp_path):
+    # The console script, as a user runs it: their preset file and env module in the cwd.
+    (tmp_path / "user_envs.py").write_text(USER_ENVS)
+    (tmp_path / "user_preset.py").write_text(USER_PRESET)
+    accelrl = str(Path(sys.executable).parent / "accelrl")
+    for args in (
+        ["train", "user_preset.py", "--run-dir", "run"],
+        ["eval", "run", "--episodes", "2"],
+    ):
+        result = subprocess.run(
+            [accelrl, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 0, (args, result.stderr[-2000:])
+    assert "user_envs:ShortCartPole" in (tmp_path / "run" / "config.yaml").read_text()
+    assert (tmp_path / "run" / "eval.json").exists()
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["user_preset.py", "env.name=user_envs:Nope"], "user_envs has no callable 'Nope'"),
+        (["user_preset.py", "env.name=no_such_module:Env"], "cannot import 'no_such_module'"),
+        (["cartpole_vtrace", "env.name=cartpol"], "Did you mean 'cartpole'"),
+        (["missing_preset.py"], "preset file 'missing_preset.py' does not exist"),
+    ],
+)
+def test_bad_env_or_preset_file_exits_2_without_run_dir(tmp_path, args, fragment):
+    (tmp_path / "user_envs.py").write_text(USER_ENVS)
+    (tmp_path / "user_preset.py").write_text(USER_PRESET)
+    result = run_cli("train", *args, "--run-dir", "out", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert fragment in result.stderr
+    assert not (tmp_path / "out").exists()
