@@ -385,3 +385,25 @@ def test_state_of_a_contact_free_model_checkpoints(tmp_path):
     checkpointer.close()
     assert jax.tree.structure(restored) == jax.tree.structure(state)
     np.testing.assert_array_equal(env.qpos(restored), env.qpos(state))
+
+
+def test_a_users_own_model_file(tmp_path):
+    """`asset` may be the path of the user's own MJCF file: here InvertedPendulum's task on a
+    copy of its model with a pole twice as long."""
+    from accelrl.envs.locomotion import InvertedPendulum
+
+    stock = InvertedPendulum()
+    path = tmp_path / "long_pole.xml"
+    path.write_text(stock.mjcf_xml.replace('0.001 0 0.6"', '0.001 0 1.2"'))
+    assert path.read_text() != stock.mjcf_xml
+
+    class LongPole(InvertedPendulum):
+        asset = str(path)
+
+    env = LongPole()
+    assert env.mjcf_xml == path.read_text()
+    assert env.observation_space.shape == stock.observation_space.shape
+    # the pole (a capsule from its geom's density) is heavier: the model came from the file
+    assert float(env.sys.body_mass.sum()) > float(stock.sys.body_mass.sum())
+    with pytest.raises(FileNotFoundError, match="no_such_model.xml"):
+        type("Missing", (InvertedPendulum,), {"asset": "no_such_model.xml"})()

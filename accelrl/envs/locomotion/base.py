@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 from importlib import resources
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -37,8 +38,14 @@ class LocomotionState:
 
 
 def load_asset(name: str) -> str:
-    """Text of the model file `assets/<name>` shipped with this package."""
-    return resources.files(__package__).joinpath("assets", name).read_text()
+    """Text of the model file `assets/<name>` shipped with this package or, when there is
+    none of that name, of the MJCF file at path `name` (a user's own model)."""
+    shipped = resources.files(__package__).joinpath("assets", name)
+    if shipped.is_file():
+        return shipped.read_text()
+    if Path(name).is_file():
+        return Path(name).read_text()
+    raise FileNotFoundError(f"model {name!r} is neither in {__package__}/assets nor a file")
 
 
 def uniform_noise(key: jax.Array, n: int, scale: float) -> jax.Array:
@@ -65,7 +72,7 @@ class LocomotionEnv(Environment[LocomotionState], abc.ABC):
     every reward term (Brax's names) after each step and zeros after reset.
     """
 
-    asset: str = ""
+    asset: str = ""  # a model file in assets/, or the path of your own MJCF file
     frame_skip: int = 1
     # Contacts solved per substep (physics.load_mjcf's max_contacts): the deepest this many.
     # Exact while no more are active (Ant has at most ~6 of its 25 slots); much faster.
