@@ -79,13 +79,12 @@ def train(
     """
     called = time.perf_counter()
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     progress = progress or Progress()
     if config.distributed:
         jax.distributed.initialize()
+    trainer = make_fused_trainer(config)  # checks the config: a ConfigError writes nothing
+    run_dir.mkdir(parents=True, exist_ok=True)
     save_config(config, run_dir / "config.yaml")
-
-    trainer = make_fused_trainer(config)
     checkpointer = Checkpointer(run_dir / "checkpoints", keep=config.keep_checkpoints)
     key = jax.random.PRNGKey(config.seed)
     k = config.iterations_per_chunk

@@ -133,6 +133,7 @@ def test_user_preset_file_and_env_module(tmp_path):
         (["user_preset.py", "env.name=user_envs:Nope"], "user_envs has no callable 'Nope'"),
         (["user_preset.py", "env.name=no_such_module:Env"], "cannot import 'no_such_module'"),
         (["cartpole_vtrace", "env.name=cartpol"], "Did you mean 'cartpole'"),
+        (["cartpole_r2d2", "env.name=pendulum"], "r2d2 needs discrete actions"),
         (["missing_preset.py"], "preset file 'missing_preset.py' does not exist"),
     ],
 )
