@@ -62,7 +62,9 @@ class R2D2BridgeLearner:
     def __init__(self, config: TrainConfig, spec: EnvSpec) -> None:
         r, b = config.r2d2, config.bridge
         if not spec.discrete or spec.action_shape != ():
-            raise ConfigError(f"r2d2 needs one discrete action per step; the env has {spec.describe()}")
+            raise ConfigError(
+                f"r2d2 needs one discrete action per step; the env has {spec.describe()}"
+            )
         self.config, self.spec = config, spec
         obs_shape = agent_observation_shape(spec, b.frame_stack)
         self.agent = make_r2d2_agent(config, obs_shape, spec.num_actions)
