@@ -189,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             from accelrl.render import RenderBackendError
 
             _enable_compilation_cache()
+            _check_env(load_config(args.run_dir / "config.yaml"))
             try:
                 report = evaluate_run(
                     args.run_dir,
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                     render=args.render,
                     render_episodes=args.render_episodes,
                 )
-            except RenderBackendError as error:
+            except (RenderBackendError, FileNotFoundError) as error:  # FileNotFound: no checkpoint
                 print(f"accelrl: error: {error}", file=sys.stderr)
                 return 1
             print(

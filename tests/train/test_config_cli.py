@@ -144,3 +144,19 @@ def test_bad_env_or_preset_file_exits_2_without_run_dir(tmp_path, args, fragment
     assert result.returncode == 2, result.stderr[-2000:]
     assert fragment in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "overrides, code, fragment",
+    [
+        ([], 1, "no checkpoint in"),  # a run directory killed before its first checkpoint
+        (["env.name=gone_module:Env"], 2, "cannot import 'gone_module'"),
+    ],
+)
+def test_eval_of_a_run_it_cannot_load_names_the_problem(tmp_path, overrides, code, fragment):
+    save_config(
+        apply_overrides(load_preset("cartpole_vtrace"), overrides), tmp_path / "config.yaml"
+    )
+    result = run_cli("eval", str(tmp_path), "--episodes", "2", cwd=tmp_path)
+    assert result.returncode == code, result.stderr[-2000:]
+    assert fragment in result.stderr and "Traceback" not in result.stderr
