@@ -16,7 +16,14 @@ import jax
 import jax.numpy as jnp
 import orbax.checkpoint as ocp
 
+from accelrl.config import ConfigError
+
 State = TypeVar("State")
+
+
+class CheckpointMismatch(ConfigError):
+    """The checkpoint's arrays do not fit the state the config describes (e.g. a resume with
+    a different env.num_envs or network size)."""
 
 
 class Checkpointer:
@@ -24,7 +31,11 @@ class Checkpointer:
 
     def __init__(self, directory: Path, keep: int = 3) -> None:
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True)
-        self._manager = ocp.CheckpointManager(Path(directory).absolute(), options=options)
+        self._manager = ocp.CheckpointManager(
+            Path(directory).absolute(),
+            options=options,
+            item_handlers=ocp.StandardCheckpointHandler(),  # (for `item_metadata`)
+        )
 
     @property
     def latest_step(self) -> int | None:
@@ -40,6 +51,16 @@ class Checkpointer:
         if step is None:
             raise FileNotFoundError(f"no checkpoint in {self._manager.directory}")
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _without_empty(like))
+        # Compared before reading any array: a failed read would leave orbax's threads behind.
+        difference = _first_difference(
+            _leaves(self._manager.item_metadata(step)), _leaves(abstract)
+        )
+        if difference:
+            raise CheckpointMismatch(
+                f"checkpoint {step} in {self._manager.directory} does not fit this config "
+                f"({difference}); resume with the run's own settings (its config.yaml) or "
+                "train into a new run directory"
+            )
         restored = self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
         saved = dict(jax.tree_util.tree_flatten_with_path(restored)[0])
         return jax.tree_util.tree_map_with_path(
@@ -52,6 +73,34 @@ class Checkpointer:
     def close(self) -> None:
         self._manager.wait_until_finished()
         self._manager.close()
+
+
+def _leaves(tree: Any) -> dict[str, tuple[tuple[int, ...], str]]:
+    """`path -> (shape, dtype name)` of every array leaf (saved metadata or shape structs)."""
+
+    def name(key: Any) -> str:
+        for attribute in ("key", "name", "idx"):
+            if hasattr(key, attribute):
+                return str(getattr(key, attribute))
+        return str(key)
+
+    return {
+        "/".join(name(k) for k in path): (tuple(leaf.shape), str(leaf.dtype))
+        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
+    }
+
+
+def _first_difference(saved: dict, wanted: dict) -> str:
+    """The first leaf where a checkpoint and the state to restore differ ('' when none)."""
+    for path in sorted(saved.keys() | wanted.keys()):
+        if path not in wanted:
+            return f"{path} is in the checkpoint, not in this config's state"
+        if path not in saved:
+            return f"{path} is in this config's state, not in the checkpoint"
+        if saved[path] != wanted[path]:
+            (shape, dtype), (want_shape, want_dtype) = saved[path], wanted[path]
+            return f"{path}: {dtype}{list(shape)} saved, {want_dtype}{list(want_shape)} wanted"
+    return ""
 
 
 def _is_empty(leaf: Any) -> bool:

@@ -84,7 +84,8 @@ def train(
         jax.distributed.initialize()
     trainer = make_fused_trainer(config)  # checks the config: a ConfigError writes nothing
     run_dir.mkdir(parents=True, exist_ok=True)
-    save_config(config, run_dir / "config.yaml")
+    if not resume:  # a resumed run's config is saved once its checkpoint has been restored
+        save_config(config, run_dir / "config.yaml")
     checkpointer = Checkpointer(run_dir / "checkpoints", keep=config.keep_checkpoints)
     key = jax.random.PRNGKey(config.seed)
     k = config.iterations_per_chunk
@@ -108,6 +109,8 @@ def train(
         elif resume:
             state = checkpointer.restore_latest(state)
         run_chunk = compiling.result()
+    if resume:
+        save_config(config, run_dir / "config.yaml")
     compile_seconds = time.perf_counter() - started
     start_iteration = int(state.iteration)
     first_chunk, last_chunk = start_iteration // k, num_chunks(config)

@@ -68,11 +68,11 @@ class BridgeServer:
         agent = self.learner.agent
         self.token = b.token or os.environ.get("ACCELRL_BRIDGE_TOKEN", "")
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        save_config(config, self.run_dir / "config.yaml")
         self.checkpointer = Checkpointer(self.run_dir / "checkpoints", keep=config.keep_checkpoints)
         state = self.learner.init_state(config.seed)
-        if resume:
+        if resume:  # (a CheckpointMismatch leaves the run's config.yaml as it was)
             state = self.checkpointer.restore_latest(state)
+        save_config(config, self.run_dir / "config.yaml")
         self.state = state
         self.start_iteration = int(state.iteration)
         self._published = (state.params, self.start_iteration)

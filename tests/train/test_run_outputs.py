@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from tensorboardX.proto import event_pb2
 
-from accelrl.checkpoint import Checkpointer
+from accelrl.checkpoint import Checkpointer, CheckpointMismatch
 from accelrl.config import apply_overrides
 from accelrl.envs import Discrete, Environment, TimeStep, register, registered_names
 from accelrl.envs.spaces import Box
@@ -69,6 +69,18 @@ def test_resume_gives_identical_parameters(tmp_path):
     assert int(resumed.state.iteration) == int(straight.state.iteration) == 8
     for a, b in zip(host_leaves(straight.state), host_leaves(resumed.state), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_resume_with_a_config_that_does_not_fit_the_checkpoint(tmp_path):
+    config = small_config()
+    train(config, tmp_path, max_chunks=1)
+    saved = (tmp_path / "config.yaml").read_text()
+    wider = apply_overrides(config, [f"env.num_envs={2 * config.env.num_envs}"])
+    with pytest.raises(CheckpointMismatch, match=r"env_state/.*saved, .* wanted"):
+        train(wider, tmp_path, resume=True)
+    assert (tmp_path / "config.yaml").read_text() == saved  # the run is as it was
+    resumed = train(config, tmp_path, resume=True, max_chunks=1)
+    assert int(resumed.state.iteration) == 2 * config.iterations_per_chunk
 
 
 def test_resume_before_the_first_checkpoint_starts_from_step_zero(tmp_path):
