@@ -254,6 +254,10 @@ def validate(config: TrainConfig) -> None:
         ),
         (config.env.num_envs > 0, "env.num_envs must be positive"),
         (config.env.action_repeat >= 1, "env.action_repeat must be at least 1"),
+        (
+            config.env.max_steps is None or config.env.max_steps >= 1,
+            "env.max_steps must be at least 1 (or null: the env's own limit)",
+        ),
         (config.agent.unroll_length > 0, "agent.unroll_length must be positive"),
         (config.agent.num_epochs > 0, "agent.num_epochs must be positive"),
         (config.agent.num_minibatches > 0, "agent.num_minibatches must be positive"),

@@ -39,6 +39,7 @@ def test_overrides_are_typed_and_nested():
         ("seed=1.5", "seed"),
         ("seed", "key=value"),
         ("env.num_envs=6", "num_minibatches"),
+        ("env.max_steps=0", "env.max_steps"),
     ],
 )
 def test_bad_overrides_name_the_problem(override, fragment):
