@@ -273,6 +273,11 @@ def validate(config: TrainConfig) -> None:
         (config.agent.learning_rate > 0, "agent.learning_rate must be positive"),
         (0.0 <= config.agent.discount <= 1.0, "agent.discount must lie in [0, 1]"),
         (0.0 <= config.agent.ppo_clip < 1.0, "agent.ppo_clip must lie in [0, 1)"),
+        (
+            all(n > 0 for n in config.agent.hidden_sizes)
+            and (config.agent.lstm_size is None or config.agent.lstm_size > 0),
+            "agent.hidden_sizes and agent.lstm_size must be positive (lstm_size null: no LSTM)",
+        ),
     ]
     for ok, message in checks:
         if not ok:
@@ -315,6 +320,12 @@ def _validate_r2d2(config: TrainConfig) -> None:
             f"r2d2.lr_schedule {r.lr_schedule!r} is not one of constant, linear, cosine",
         ),
         (0.0 <= r.priority_eta <= 1.0, "r2d2.priority_eta must lie in [0, 1]"),
+        (r.priority_exponent >= 0, "r2d2.priority_exponent must be at least 0 (0: uniform)"),
+        (0.0 <= r.importance_exponent <= 1.0, "r2d2.importance_exponent must lie in [0, 1]"),
+        (
+            all(n > 0 for n in (*r.torso_sizes, r.lstm_size, r.head_size)),
+            "r2d2.torso_sizes, r2d2.lstm_size and r2d2.head_size must be positive",
+        ),
     ]
     for ok, message in checks:
         if not ok:

@@ -40,6 +40,7 @@ def test_overrides_are_typed_and_nested():
         ("seed", "key=value"),
         ("env.num_envs=6", "num_minibatches"),
         ("env.max_steps=0", "env.max_steps"),
+        ("agent.hidden_sizes=[64,0]", "agent.hidden_sizes"),
     ],
 )
 def test_bad_overrides_name_the_problem(override, fragment):

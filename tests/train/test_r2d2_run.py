@@ -109,6 +109,9 @@ def test_replay_too_large_is_refused_before_anything_runs():
         ("r2d2.replay_ratio=3", "whole number"),
         ("r2d2.period=9", "period"),
         ("r2d2.min_replay_size=65", "min_replay_size"),
+        ("r2d2.lstm_size=0", "lstm_size"),
+        ("r2d2.priority_exponent=-1", "priority_exponent"),
+        ("r2d2.importance_exponent=2", "importance_exponent"),
     ],
 )
 def test_bad_r2d2_configs_are_config_errors(override, message):
