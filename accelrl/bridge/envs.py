@@ -83,7 +83,11 @@ def make_env(env_id: str, sticky_actions: float = 0.25) -> Any:
             return gymnasium.wrappers.AtariPreprocessing(
                 env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True
             )
-        return _bridgeable(gymnasium.make(name), env_id)
+        try:
+            env = gymnasium.make(name)
+        except gymnasium.error.Error as error:  # unknown id, missing dependency, ...
+            raise UnsupportedEnv(f"{env_id}: {error}") from None
+        return _bridgeable(env, env_id)
     if family == "grf":
         from accelrl.bridge.grf import make_grf_env
 

@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from accelrl.config import TrainConfig
+from accelrl.config import ConfigError, TrainConfig
 from accelrl.logger import Progress
 
 
@@ -94,6 +94,13 @@ def train_bridge(
 ) -> object:
     """`accelrl train <bridge preset>`: serve on 127.0.0.1 with local actors until done."""
     from accelrl.bridge.server import BridgeServer, run_server
+
+    b = config.bridge
+    if b.num_actors * b.envs_per_actor > b.max_envs:  # the last actors would wait forever
+        raise ConfigError(
+            f"bridge.num_actors x envs_per_actor = {b.num_actors * b.envs_per_actor} local envs "
+            f"exceed bridge.max_envs={b.max_envs} (the server's env slots)"
+        )
 
     holder: dict[str, LocalActors] = {}
 

@@ -89,3 +89,17 @@ def test_unsupported_action_spaces_are_refused_by_name(spaces_env_id, action_spa
     config = apply_overrides(load_preset("cartpole_vtrace_bridge"), [f"bridge.env={env_id}"])
     with pytest.raises(ConfigError, match=f"bridge.env: .*{fragment}"):
         server_spec(config)
+
+
+def test_unknown_gymnasium_id_is_refused_by_name():
+    with pytest.raises(UnsupportedEnv, match="NoSuchEnv"):
+        make_env("gymnasium:NoSuchEnv-v0")
+
+
+def test_local_actors_that_cannot_all_fit_are_a_config_error(tmp_path):
+    from accelrl.bridge.local import train_bridge
+
+    config = apply_overrides(load_preset("cartpole_vtrace_bridge"), ["bridge.max_envs=4"])
+    with pytest.raises(ConfigError, match="exceed bridge.max_envs=4"):
+        train_bridge(config, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
