@@ -197,7 +197,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `accelrl actor`; exit 0 when training is done, 1 on refusal/give-up."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.num_envs < 1:
+        parser.error(f"--num-envs must be at least 1, got {args.num_envs}")
     try:
         import uvloop
 

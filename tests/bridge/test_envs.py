@@ -103,3 +103,15 @@ def test_local_actors_that_cannot_all_fit_are_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="exceed bridge.max_envs=4"):
         train_bridge(config, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_actor_command_line_errors(capsys):
+    from accelrl.bridge.actor import main
+
+    common = ["--server", "127.0.0.1:1", "--give-up-after", "1"]
+    with pytest.raises(SystemExit) as exited:  # argparse's usage error
+        main([*common, "--env", "gymnasium:CartPole-v1", "--num-envs", "0"])
+    assert exited.value.code == 2
+    assert "--num-envs must be at least 1" in capsys.readouterr().err
+    assert main([*common, "--env", "gymnasium:NoSuchEnv-v0"]) == 1
+    assert "NoSuchEnv" in capsys.readouterr().err
