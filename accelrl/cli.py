@@ -134,8 +134,6 @@ def _enable_compilation_cache() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` does: env.name=my_module:MyEnv
     if argv[:1] == ["actor"]:  # JAX-free: the actor has its own parser
         from accelrl.bridge.actor import main as actor_main
 

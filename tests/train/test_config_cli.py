@@ -113,9 +113,13 @@ def config() -> TrainConfig:
 
 
 def test_user_preset_file_and_env_module(tmp_path):
-    # The console script, as a user runs it: their preset file and env module in the cwd.
+    # The console script, as a user runs it: their preset file and env module in the cwd,
+    # beside modules named like accelrl's own top-level packages, which must not shadow them.
     (tmp_path / "user_envs.py").write_text(USER_ENVS)
     (tmp_path / "user_preset.py").write_text(USER_PRESET)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "__init__.py").write_text("raise ImportError('shadowed')\n")
+    (tmp_path / "physics.py").write_text("raise ImportError('shadowed')\n")
     accelrl = str(Path(sys.executable).parent / "accelrl")
     for args in (
         ["train", "user_preset.py", "--run-dir", "run"],
