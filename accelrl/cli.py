@@ -95,29 +95,13 @@ def _resolve_train(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
     if args.resume:
         if args.run_dir is None:
             raise ConfigError("--resume needs --run-dir")
-        config = apply_overrides(load_config(args.run_dir / "config.yaml"), overrides)
-        _check_env(config)
-        return config, args.run_dir
+        return apply_overrides(load_config(args.run_dir / "config.yaml"), overrides), args.run_dir
     if not args.preset:
         raise ConfigError("name a preset (see `accelrl presets`)")
     config = apply_overrides(load_preset(args.preset), overrides)
-    _check_env(config)
     name = Path(args.preset).stem
     run_dir = args.run_dir or Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     return config, run_dir
-
-
-def _check_env(config: TrainConfig) -> None:
-    """A fused run's env must exist (a bridge run checks its env when it starts): a misspelt
-    or unimportable `env.name` is a config error before anything is written."""
-    if config.bridge.env:
-        return
-    from accelrl.envs import make
-
-    try:
-        make(config.env.name)
-    except ValueError as error:
-        raise ConfigError(f"env.name: {error}") from None
 
 
 def _enable_compilation_cache() -> None:
@@ -187,7 +171,6 @@ def main(argv: list[str] | None = None) -> int:
             from accelrl.render import RenderBackendError
 
             _enable_compilation_cache()
-            _check_env(load_config(args.run_dir / "config.yaml"))
             try:
                 report = evaluate_run(
                     args.run_dir,

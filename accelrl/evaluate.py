@@ -240,8 +240,8 @@ def evaluate_run(
         from accelrl.bridge.evaluate import evaluate_bridge_run
 
         return evaluate_bridge_run(run_dir, config, episodes, seed, render)
+    trainer = make_fused_trainer(config)  # (a ConfigError when the env cannot be made)
     base = None if render is None else _check_render(config, render, episodes, render_episodes)
-    trainer = make_fused_trainer(config)
     checkpointer = Checkpointer(run_dir / "checkpoints")
     try:
         state = checkpointer.restore_latest(trainer.init(jax.random.PRNGKey(config.seed)))

@@ -344,15 +344,19 @@ def env_batch_axes(config: TrainConfig) -> Any:
 
 
 def make_env(config: TrainConfig, num_envs: int) -> Environment:
-    """The training env stack of `config` with `num_envs` envs."""
+    """The training env stack of `config` with `num_envs` envs; an env name that is neither
+    registered nor an importable entry point is a ConfigError."""
     e = config.env
-    return make_training_env(
-        e.name,
-        num_envs,
-        max_steps=e.max_steps,
-        action_repeat=e.action_repeat,
-        normalize_observation=e.normalize_observation,
-    )
+    try:
+        return make_training_env(
+            e.name,
+            num_envs,
+            max_steps=e.max_steps,
+            action_repeat=e.action_repeat,
+            normalize_observation=e.normalize_observation,
+        )
+    except ValueError as error:
+        raise ConfigError(f"env.name: {error}") from None
 
 
 def make_mesh(num_envs: int, devices: Sequence[jax.Device] | None = None) -> Mesh:
