@@ -77,15 +77,8 @@ class Checkpointer:
 
 def _leaves(tree: Any) -> dict[str, tuple[tuple[int, ...], str]]:
     """`path -> (shape, dtype name)` of every array leaf (saved metadata or shape structs)."""
-
-    def name(key: Any) -> str:
-        for attribute in ("key", "name", "idx"):
-            if hasattr(key, attribute):
-                return str(getattr(key, attribute))
-        return str(key)
-
     return {
-        "/".join(name(k) for k in path): (tuple(leaf.shape), str(leaf.dtype))
+        jax.tree_util.keystr(path, simple=True, separator="/"): (tuple(leaf.shape), str(leaf.dtype))
         for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
     }
 
