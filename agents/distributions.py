@@ -30,7 +30,10 @@ class Categorical(NamedTuple):
     def log_prob(self, a: chex.Array) -> chex.Array:
         """Log-probability `[...]` of int actions `a [...]`."""
         log_p = jax.nn.log_softmax(self.logits)
-        return jnp.take_along_axis(log_p, a.astype(jnp.int32)[..., None], axis=-1)[..., 0]
+        # A one-hot dot rather than a gather: elementwise work that XLA fuses with the softmax,
+        # where a gather (and the scatter of its gradient) are kernels of their own.
+        one_hot = jax.nn.one_hot(a, log_p.shape[-1], dtype=log_p.dtype)
+        return jnp.sum(one_hot * log_p, axis=-1)
 
     def entropy(self) -> chex.Array:
         """Exact entropy `[...]`."""

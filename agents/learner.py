@@ -88,7 +88,10 @@ class VTraceLearner:
                 self.agent, unravel(flat), traj, targets, self.config, key
             )
             (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(flat_params)
-            finite = jnp.logical_and(jnp.isfinite(loss), jnp.all(jnp.isfinite(grads)))
+            # The gradient norm is finite exactly when every gradient is (and none is so large
+            # that its square overflows, which clipping could not repair either).
+            grad_norm = optax.global_norm(grads)
+            finite = jnp.logical_and(jnp.isfinite(loss), jnp.isfinite(grad_norm))
             updates, new_opt_state = self.optimizer.update(grads, opt_state, flat_params)
             new_params = optax.apply_updates(flat_params, updates)
             keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(finite, n, o), new, old)
@@ -97,7 +100,7 @@ class VTraceLearner:
                 policy_loss=totals.policy_loss + aux.policy_loss,
                 value_loss=totals.value_loss + aux.value_loss,
                 entropy=totals.entropy + aux.entropy,
-                grad_norm=totals.grad_norm + jnp.linalg.norm(grads),
+                grad_norm=totals.grad_norm + grad_norm,
                 finite=totals.finite & finite,
             )
             return (keep(new_params, flat_params), keep(new_opt_state, opt_state), totals), None
