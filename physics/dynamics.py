@@ -58,13 +58,19 @@ def passive_force(sys: System, q: jax.Array, qd: jax.Array) -> jax.Array:
     return force
 
 
-def actuator_force(sys: System, ctrl: jax.Array) -> jax.Array:
-    """Motor forces in joint space: gear * clip(ctrl, ctrlrange), force clipped to forcerange."""
+def actuator_force(sys: System, q: jax.Array, qd: jax.Array, ctrl: jax.Array) -> jax.Array:
+    """Actuator forces in joint space (MuJoCo's qfrc_actuator): with ctrl clipped to ctrlrange,
+    force = gain * ctrl + bias . (1, gear q, gear qd), clipped to forcerange, times gear."""
     if sys.nu == 0:
         return jnp.zeros(sys.nv, sys.dof_damping.dtype)
+    joints = np.asarray(sys.actuator_trnid)
+    dof = sys.topology.jnt_dofadr[joints]
+    length = sys.actuator_gear * q[sys.topology.jnt_qposadr[joints]]
+    velocity = sys.actuator_gear * qd[dof]
     ctrl = jnp.clip(ctrl, sys.actuator_ctrlrange[:, 0], sys.actuator_ctrlrange[:, 1])
-    force = jnp.clip(ctrl, sys.actuator_forcerange[:, 0], sys.actuator_forcerange[:, 1])
-    dof = sys.topology.jnt_dofadr[np.asarray(sys.actuator_trnid)]
+    bias = sys.actuator_bias
+    force = sys.actuator_gain * ctrl + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
+    force = jnp.clip(force, sys.actuator_forcerange[:, 0], sys.actuator_forcerange[:, 1])
     moment = np.zeros((sys.nu, sys.nv), np.float32)
     moment[np.arange(sys.nu), dof] = 1.0
     return math.static_matmul(moment.T, sys.actuator_gear * force)

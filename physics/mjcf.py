@@ -2,7 +2,8 @@
 
 Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis), ``inertial`` or inertia from
 geoms and density as MuJoCo computes it, hinge/slide/ball/free joints, plane/sphere/capsule/
-cylinder/box geoms, motor actuators on joints, ``option`` timestep/gravity, ``default`` classes
+cylinder/box geoms, motor/position/velocity/general (fixed gain, affine bias, no activation)
+actuators on joints, ``option`` timestep/gravity, ``default`` classes
 with ``childclass``, ``contact/exclude`` and passive fixed tendons. Purely visual or bookkeeping
 content (rgba, material, assets, cameras, lights, sites, sensors, keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
@@ -40,6 +41,11 @@ _GEOM_TYPES = {
 }
 _ORIENT = ("quat", "euler", "axisangle", "xyaxes", "zaxis")
 _VISUAL = {"name", "class", "rgba", "material", "group", "user"}
+
+# Attributes every actuator element understands (joint transmission only).
+_ACTUATOR = {"joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"} | _VISUAL
+# MuJoCo keeps one actuator default per class, which every actuator element in <default> sets.
+_ACTUATOR_TAGS = ("general", "motor", "position", "velocity")
 
 # Attributes understood per element; anything else on these elements is an error.
 _KNOWN = {
@@ -85,7 +91,10 @@ _KNOWN = {
         *_ORIENT,
     }
     | _VISUAL,
-    "motor": {"joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"} | _VISUAL,
+    "motor": _ACTUATOR,
+    "position": _ACTUATOR | {"kp", "kv", "inheritrange"},
+    "velocity": _ACTUATOR | {"kv"},
+    "general": _ACTUATOR | {"gainprm", "biasprm", "gaintype", "biastype", "dyntype"},
     "option": {
         "timestep",
         "gravity",
@@ -244,7 +253,14 @@ class _Loader:
         cls = elem.get("class", cls)
         if cls not in self.classes:
             raise self.error(elem, f"unknown default class {cls!r}")
-        out = dict(self.classes[cls].get(elem.tag, {}))
+        defaults = self.classes[cls]
+        if elem.tag in _ACTUATOR_TAGS:  # one default shared by all actuator kinds
+            out = {}
+            for tag in _ACTUATOR_TAGS:
+                out.update(defaults.get(tag, {}))
+            out = {k: v for k, v in out.items() if k in _KNOWN[elem.tag]}
+        else:
+            out = dict(defaults.get(elem.tag, {}))
         for key, text in elem.attrib.items():
             if key in _PARTIAL and key in out:  # MuJoCo overwrites only the numbers given
                 given, dflt = text.split(), out[key].split()
@@ -346,7 +362,7 @@ class _Loader:
             if child.tag == "default":
                 continue
             tag = child.tag
-            if tag not in _KNOWN and tag not in _IGNORED and tag not in ("tendon", "general"):
+            if tag not in _KNOWN and tag not in _IGNORED and tag != "tendon":
                 raise self.error(child, f"unsupported element <{tag}> in <default>")
             own.setdefault(tag, {}).update(child.attrib)
         self.classes[name] = own
@@ -560,24 +576,45 @@ class _Loader:
 
     # ---------------------------------------------------------------- actuators, contact, tendon
     def parse_actuators(self) -> None:
+        """Actuators with a joint transmission and MuJoCo's affine force model:
+        force = gain * ctrl + bias[0] + bias[1] * length + bias[2] * velocity, where length and
+        velocity are gear times the joint's position and velocity (<motor>: gain 1, no bias;
+        <position kp kv>: gain kp, bias (0, -kp, -kv); <velocity kv>: gain kv, bias (0, 0, -kv);
+        <general>: fixed gain and affine or no bias, without activation dynamics)."""
         names = [j["name"] for j in self.joints]
         for sec in self.root.iter("actuator"):
             for m in sec:
-                if m.tag != "motor":
-                    raise self.error(m, f"unsupported actuator <{m.tag}> (only <motor>)")
+                if m.tag not in _ACTUATOR_TAGS:
+                    raise self.error(
+                        m, f"unsupported actuator <{m.tag}> (one of {', '.join(_ACTUATOR_TAGS)})"
+                    )
                 a = self.attrs(m, "main")
                 if "joint" not in a:
-                    raise self.error(m, "motor needs a joint (other transmissions unsupported)")
+                    raise self.error(m, "actuator needs a joint (other transmissions unsupported)")
                 if a["joint"] not in names:
                     raise self.error(m, f"unknown joint {a['joint']!r}")
                 jid = names.index(a["joint"])
-                if self.joints[jid]["type"] not in (S.JNT_HINGE, S.JNT_SLIDE):
-                    raise self.error(m, "motors are supported on hinge and slide joints only")
+                joint = self.joints[jid]
+                if joint["type"] not in (S.JNT_HINGE, S.JNT_SLIDE):
+                    raise self.error(m, "actuators are supported on hinge and slide joints only")
                 gear = self.get_floats(m, a, "gear", [1.0])
                 if np.any(gear[1:] != 0):
                     raise self.error(m, "only the first gear component applies to a joint")
+                gain, bias = self.actuator_gain_bias(m, a)
                 ctrl = self.get_floats(m, a, "ctrlrange", [0.0, 0.0], 2)
                 force = self.get_floats(m, a, "forcerange", [0.0, 0.0], 2)
+                inherit = float(a.get("inheritrange", 0))
+                if inherit < 0:
+                    raise self.error(m, f"inheritrange must be >= 0, got {inherit}")
+                if (
+                    inherit > 0
+                ):  # the control range spans the joint's range, scaled about its middle
+                    if not joint["limited"]:
+                        raise self.error(m, "inheritrange needs a limited joint")
+                    lo, hi = joint["range"]
+                    mid, half = (lo + hi) / 2, inherit * (hi - lo) / 2
+                    ctrl = np.array([mid - half, mid + half])
+                    a = {**a, "ctrlrange": f"{ctrl[0]} {ctrl[1]}"}
                 inf = np.array([-np.inf, np.inf])
                 ctrllimited = self.flag(m, a, "ctrllimited", "ctrlrange" in a)
                 forcelimited = self.flag(m, a, "forcelimited", "forcerange" in a)
@@ -592,10 +629,41 @@ class _Loader:
                         "name": a.get("name", ""),
                         "joint": jid,
                         "gear": float(gear[0]),
+                        "gain": gain,
+                        "bias": bias,
                         "ctrlrange": ctrl if ctrllimited else inf,
                         "forcerange": force if forcelimited else inf,
                     }
                 )
+
+    def actuator_gain_bias(self, m: ET.Element, a: dict[str, str]) -> tuple[float, np.ndarray]:
+        """Gain and the three affine bias terms of an actuator element (see parse_actuators)."""
+        if m.tag == "motor":
+            return 1.0, np.zeros(3)
+        if m.tag == "position":
+            kp, kv = float(a.get("kp", 1.0)), float(a.get("kv", 0.0))
+            if kp < 0 or kv < 0:
+                raise self.error(m, f"kp and kv must be >= 0, got kp={kp}, kv={kv}")
+            return kp, np.array([0.0, -kp, -kv])
+        if m.tag == "velocity":
+            kv = float(a.get("kv", 1.0))
+            if kv < 0:
+                raise self.error(m, f"kv must be >= 0, got {kv}")
+            return kv, np.array([0.0, 0.0, -kv])
+        for key, allowed in (("gaintype", ("fixed",)), ("biastype", ("none", "affine"))):
+            if a.get(key, allowed[0]) not in allowed:
+                raise self.error(m, f"unsupported {key}={a[key]!r} (supported: {allowed})")
+        if a.get("dyntype", "none") != "none":
+            raise self.error(m, f"unsupported dyntype={a['dyntype']!r}: no activation dynamics")
+        gainprm = self.get_floats(m, a, "gainprm", [1.0])
+        biasprm = self.get_floats(m, a, "biasprm", [0.0])
+        if np.any(gainprm[1:] != 0):
+            raise self.error(m, "a fixed gain uses gainprm[0] only; the rest must be 0")
+        if a.get("biastype", "none") == "none":
+            return float(gainprm[0]), np.zeros(3)
+        if np.any(biasprm[3:] != 0):
+            raise self.error(m, "an affine bias uses biasprm[0:3] only; the rest must be 0")
+        return float(gainprm[0]), np.concatenate([biasprm, np.zeros(3)])[:3]
 
     def parse_contact_and_tendons(self) -> None:
         for sec in self.root.iter("contact"):
@@ -783,6 +851,8 @@ class _Loader:
             geom_solimp=gf("solimp", (5,)),
             geom_solmix=gf("solmix", ()),
             actuator_gear=af("gear", ()),
+            actuator_gain=af("gain", ()),
+            actuator_bias=af("bias", (3,)),
             actuator_ctrlrange=af("ctrlrange", (2,)),
             actuator_forcerange=af("forcerange", (2,)),
             body_invweight0=jnp.zeros((topo.nbody, 2), jnp.float32),

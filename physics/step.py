@@ -100,7 +100,7 @@ def smooth_force(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
     """qfrc_smooth = passive + actuator - bias (all forces but constraints)."""
     bias = dynamics.bias_force(sys, state.kin, state.cvel, state.qd)
     passive = dynamics.passive_force(sys, state.q, state.qd)
-    return passive + dynamics.actuator_force(sys, ctrl) - bias
+    return passive + dynamics.actuator_force(sys, state.q, state.qd, ctrl) - bias
 
 
 def constraint_force(

@@ -179,8 +179,10 @@ class System:
     geom_solref: jax.Array  # [ngeom, 2]
     geom_solimp: jax.Array  # [ngeom, 5]
     geom_solmix: jax.Array  # [ngeom]
-    # actuators (motors on hinge/slide joints)
+    # actuators on hinge/slide joints: force = gain * ctrl + bias . (1, gear q, gear qd)
     actuator_gear: jax.Array  # [nu]
+    actuator_gain: jax.Array  # [nu]
+    actuator_bias: jax.Array  # [nu, 3]
     actuator_ctrlrange: jax.Array  # [nu, 2]
     actuator_forcerange: jax.Array  # [nu, 2]
     # constants MuJoCo computes at qpos0 (mj_setConst): diagonal approximations of J M^-1 J^T
