@@ -3,8 +3,9 @@
 Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis), ``inertial`` or inertia from
 geoms and density as MuJoCo computes it, hinge/slide/ball/free joints, plane/sphere/capsule/
 cylinder/box geoms, motor/position/velocity/general (fixed gain, affine bias, no activation)
-actuators on joints, ``option`` timestep/gravity, ``default`` classes
-with ``childclass``, ``contact/exclude`` and passive fixed tendons. Purely visual or bookkeeping
+actuators on joints, ``include`` files, ``frame`` elements, ``option`` timestep/gravity,
+``default`` classes with ``childclass``, ``contact/exclude`` and passive fixed tendons. Purely
+visual or bookkeeping
 content (rgba, material, assets, cameras, lights, sites, sensors, keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
 so a model never silently behaves differently from MuJoCo.
@@ -22,6 +23,7 @@ import math
 import os
 import warnings
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 
 import jax.numpy as jnp
 import numpy as np
@@ -71,6 +73,7 @@ _KNOWN = {
     }
     | _VISUAL,
     "freejoint": _VISUAL,
+    "frame": {"pos", "childclass", *_ORIENT} | _VISUAL,
     "geom": {
         "type",
         "pos",
@@ -225,6 +228,18 @@ def _z_to_vec_quat(vec: np.ndarray) -> np.ndarray:
     if s < 1e-10:
         return np.array([0.0, 1.0, 0.0, 0.0]) if v[2] < 0 else np.array([1.0, 0.0, 0.0, 0.0])
     return _axis_angle_quat(ax / s, math.atan2(s, v[2]))
+
+
+# The pose (pos, quat) of the <frame> elements around an element, in its body's frame.
+_Frame = tuple[np.ndarray, np.ndarray] | None
+
+
+def _in_frame(frame: _Frame, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A pose given inside `frame`, expressed in the frame's parent."""
+    if frame is None:
+        return pos, quat
+    frame_pos, frame_quat = frame
+    return frame_pos + _quat_mat(frame_quat) @ pos, _quat_mul(frame_quat, quat)
 
 
 class _Loader:
@@ -406,8 +421,9 @@ class _Loader:
         return q
 
     # ---------------------------------------------------------------- tree
-    def walk(self, elem: ET.Element, parent: int, cls: str) -> None:
-        """Adds body ``elem`` (child of body ``parent``) and its subtree, depth first."""
+    def walk(self, elem: ET.Element, parent: int, cls: str, frame: _Frame = None) -> None:
+        """Adds body ``elem`` (child of body ``parent``, placed in ``frame`` of it if the body
+        sits in <frame> elements) and its subtree, depth first."""
         is_world = parent < 0
         if is_world:
             a: dict[str, str] = {}
@@ -416,6 +432,7 @@ class _Loader:
             a = self.attrs(elem, cls)
             pos = self.get_floats(elem, a, "pos", np.zeros(3), 3)
             quat = self.orientation(elem, a)
+            pos, quat = _in_frame(frame, pos, quat)
             cls = a.get("childclass", cls)
             if cls not in self.classes:
                 raise self.error(elem, f"unknown childclass {cls!r}")
@@ -429,25 +446,47 @@ class _Loader:
             "name": a.get("name", "world" if is_world else ""),
         }
         self.bodies.append(body)
-        for child in elem:
+        children = list(self.frame_children(elem, cls, None))
+        for child, child_cls, child_frame in children:
             tag = child.tag
             if tag == "body":
                 continue
             if tag in ("joint", "freejoint"):
                 if is_world:
                     raise self.error(child, "joints cannot be attached to the world body")
-                self.add_joint(child, bid, cls)
+                self.add_joint(child, bid, child_cls)
             elif tag == "geom":
-                self.add_geom(child, bid, cls)
+                self.add_geom(child, bid, child_cls, child_frame)
             elif tag == "inertial":
                 if is_world:
                     raise self.error(child, "the world body cannot have <inertial>")
                 self.add_inertial(child, body)
             elif tag not in _IGNORED:
                 raise self.error(child, f"unsupported element <{tag}> in <{elem.tag}>")
-        for child in elem:
+        for child, child_cls, child_frame in children:
             if child.tag == "body":
-                self.walk(child, bid, cls)
+                self.walk(child, bid, child_cls, child_frame)
+
+    def frame_children(
+        self, elem: ET.Element, cls: str, frame: _Frame
+    ) -> Iterator[tuple[ET.Element, str, _Frame]]:
+        """The children of a body with <frame> elements dissolved: each child with its class
+        and the pose of the frames around it (MuJoCo's frames only place their children)."""
+        for child in elem:
+            if child.tag != "frame":
+                yield child, cls, frame
+                continue
+            a = self.attrs(child, cls)
+            pose = _in_frame(
+                frame, self.get_floats(child, a, "pos", np.zeros(3), 3), self.orientation(child, a)
+            )
+            child_cls = a.get("childclass", cls)
+            if child_cls not in self.classes:
+                raise self.error(child, f"unknown childclass {child_cls!r}")
+            for inner, inner_cls, inner_frame in self.frame_children(child, child_cls, pose):
+                if inner.tag not in ("body", "geom", "frame", *_IGNORED):
+                    raise self.error(inner, f"unsupported element <{inner.tag}> in <frame>")
+                yield inner, inner_cls, inner_frame
 
     def add_inertial(self, elem: ET.Element, body: dict) -> None:
         a = self.attrs(elem, "main")
@@ -511,7 +550,7 @@ class _Loader:
             }
         )
 
-    def add_geom(self, elem: ET.Element, bid: int, cls: str) -> None:
+    def add_geom(self, elem: ET.Element, bid: int, cls: str, frame: _Frame = None) -> None:
         a = self.attrs(elem, cls)
         gname = a.get("type", "sphere")
         if gname not in _GEOM_TYPES:
@@ -547,6 +586,7 @@ class _Loader:
         if t == S.GEOM_PLANE and bid != 0:
             raise self.error(elem, "plane geoms must belong to the world body")
         size = np.concatenate([size, np.zeros(3)])[:3]
+        pos, quat = _in_frame(frame, pos, quat)
         friction = self.get_floats(elem, a, "friction", [1.0, 0.005, 0.0001])
         friction = np.concatenate([friction, [1.0, 0.005, 0.0001][len(friction) :]])
         solimp = self.get_floats(elem, a, "solimp", [0.9, 0.95, 0.001, 0.5, 2.0])
@@ -916,16 +956,52 @@ class _Loader:
                 )
 
 
+def _read_xml(path: str, name: str) -> ET.Element:
+    try:
+        with open(path) as f:
+            return ET.fromstring(f.read())
+    except OSError as e:
+        raise MJCFError(f"{name}: cannot read {path}: {e.strerror}") from e
+    except ET.ParseError as e:
+        raise MJCFError(f"{name}: invalid XML in {path}: {e}") from e
+
+
+def _expand_includes(elem: ET.Element, base: str, name: str, chain: tuple[str, ...]) -> None:
+    """Replaces each <include file=...> below `elem` by the children of that file's <mujoco>
+    root, recursively; relative paths are resolved against `base` (the main model's directory,
+    as MuJoCo does)."""
+    for i, child in enumerate(list(elem)):
+        if child.tag != "include":
+            _expand_includes(child, base, name, chain)
+            continue
+        if "file" not in child.attrib:
+            raise MJCFError(f"{name}: <include> needs a file attribute")
+        path = os.path.normpath(os.path.join(base, child.attrib["file"]))
+        if path in chain:
+            raise MJCFError(f"{name}: <include> cycle: {' -> '.join((*chain, path))}")
+        root = _read_xml(path, name)
+        if root.tag != "mujoco":
+            raise MJCFError(f"{name}: included {path} must have a <mujoco> root, got <{root.tag}>")
+        _expand_includes(root, base, name, (*chain, path))
+        elem.remove(child)
+        for k, included in enumerate(root):
+            elem.insert(i + k, included)
+
+
 def _parse(source: str | os.PathLike) -> tuple[ET.Element, str]:
     text = os.fspath(source)
     name = "<xml string>" if text.lstrip().startswith("<") else text
-    try:
-        if name == text:
-            with open(text) as f:
-                text = f.read()
-        return ET.fromstring(text), name
-    except ET.ParseError as e:
-        raise MJCFError(f"{name}: invalid XML: {e}") from e
+    if name == text:
+        root = _read_xml(text, name)
+        base = os.path.dirname(os.path.abspath(text))
+    else:
+        try:
+            root = ET.fromstring(text)
+        except ET.ParseError as e:
+            raise MJCFError(f"{name}: invalid XML: {e}") from e
+        base = os.getcwd()
+    _expand_includes(root, base, name, (os.path.join(base, name),))
+    return root, name
 
 
 def load_mjcf(source: str | os.PathLike, *, max_contacts: int | None = None) -> S.System:

@@ -152,3 +152,60 @@ def test_unsupported_sections_raise_with_file_name(tmp_path):
     )
     with pytest.raises(physics.MJCFError, match="fixed tendons"):
         physics.load_mjcf(stiff_tendon)
+
+
+FRAME_XML = """
+<mujoco>
+  <default><default class="small"><geom size="0.03"/></default></default>
+  <worldbody>
+    <frame pos="0 0 1" euler="0 0 30">
+      <body name="a" pos="0.2 0 0" euler="10 0 0">
+        <joint type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.05"/>
+        <frame pos="0.3 0 0" zaxis="1 1 0" childclass="small">
+          <geom type="sphere" pos="0 0 0.1"/>
+          <frame euler="0 45 0">
+            <body name="b" pos="0.1 0 0">
+              <joint type="slide" axis="1 0 0"/>
+              <geom type="box" size="0.05 0.04 0.03"/>
+            </body>
+          </frame>
+        </frame>
+      </body>
+    </frame>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_frames_place_their_children_as_mujoco_does():
+    sys, m = physics.load_mjcf(FRAME_XML), mujoco.MjModel.from_xml_string(FRAME_XML)
+    _check_against_mujoco(sys, m)
+    for ours, theirs in ((sys.body_quat, m.body_quat), (sys.geom_quat, m.geom_quat)):
+        sign = np.sign(np.asarray(ours)[:, :1] + 1e-9) * np.sign(theirs[:, :1] + 1e-9)
+        np.testing.assert_allclose(np.asarray(ours) * sign, theirs, atol=1e-6)
+
+
+def test_includes_are_spliced_in_relative_to_the_main_file(tmp_path):
+    (tmp_path / "parts").mkdir()
+    files = {
+        "parts/arm.xml": '<mujoco><body name="arm" pos="0 0 1"><joint name="j0"/>'
+        '<geom size="0.1"/><include file="parts/hand.xml"/></body></mujoco>',
+        "parts/hand.xml": '<mujoco><body name="hand" pos="0.2 0 0"><joint axis="1 0 0"/>'
+        '<geom size="0.05"/></body></mujoco>',
+        "parts/act.xml": '<mujoco><actuator><motor joint="j0" gear="3"/></actuator></mujoco>',
+        "model.xml": '<mujoco><worldbody><include file="parts/arm.xml"/></worldbody>'
+        '<include file="parts/act.xml"/></mujoco>',
+        "loop.xml": '<mujoco><include file="loop.xml"/></mujoco>',
+        "missing.xml": '<mujoco><include file="nope.xml"/></mujoco>',
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    main = tmp_path / "model.xml"
+    sys = physics.load_mjcf(main)
+    _check_against_mujoco(sys, mujoco.MjModel.from_xml_path(str(main)))
+    assert sys.body_names == ("world", "arm", "hand") and float(sys.actuator_gear[0]) == 3.0
+    with pytest.raises(physics.MJCFError, match="cycle"):
+        physics.load_mjcf(tmp_path / "loop.xml")
+    with pytest.raises(physics.MJCFError, match=r"missing\.xml: cannot read .*nope\.xml"):
+        physics.load_mjcf(tmp_path / "missing.xml")
