@@ -156,6 +156,33 @@ _IGNORED = {
     "keyframe",
     "sensor",
 }
+# <option><flag> switches with MuJoCo's defaults, and those that cannot change what this engine
+# simulates (diagnostics, solver and collision internals, features it refuses to load anyway).
+_FLAG_DEFAULTS = {
+    **dict.fromkeys(
+        "constraint equality frictionloss limit contact passive gravity clampctrl warmstart "
+        "filterparent actuation refsafe sensor midphase eulerdamp autoreset nativeccd "
+        "island".split(),
+        "enable",
+    ),
+    **dict.fromkeys("override energy fwdinv invdiscrete multiccd sleep".split(), "disable"),
+}
+_FLAGS_WITHOUT_EFFECT = {
+    "equality",
+    "frictionloss",
+    "warmstart",
+    "refsafe",
+    "sensor",
+    "midphase",
+    "autoreset",
+    "nativeccd",
+    "island",
+    "energy",
+    "fwdinv",
+    "invdiscrete",
+    "multiccd",
+    "sleep",
+}
 # Option values that must keep MuJoCo's default for the model to be simulated faithfully.
 _OPTION_ZERO = ("noslip_iterations", "density", "viscosity")
 
@@ -335,13 +362,16 @@ class _Loader:
     def parse_option(self) -> None:
         self.timestep, self.gravity = 0.002, np.array([0.0, 0.0, -9.81])
         self.iterations, self.cone, self.impratio = 100, "pyramidal", 1.0
+        self.disable_contact = self.disable_limit = self.disable_gravity = False
         for o in self.root.iter("option"):
             a = dict(o.attrib)
             if set(a) - _KNOWN["option"]:
                 bad = sorted(set(a) - _KNOWN["option"])
                 raise self.error(o, f"unsupported attribute(s) {bad}")
             for child in o:
-                raise self.error(child, f"unsupported element <{child.tag}> in <option>")
+                if child.tag != "flag":
+                    raise self.error(child, f"unsupported element <{child.tag}> in <option>")
+                self.parse_flags(child)
             self.timestep = float(a.get("timestep", self.timestep))
             self.gravity = self.get_floats(o, a, "gravity", self.gravity, 3)
             self.iterations = int(a.get("iterations", self.iterations))
@@ -364,6 +394,25 @@ class _Loader:
                     MJCFWarning,
                     stacklevel=4,
                 )
+
+    def parse_flags(self, elem: ET.Element) -> None:
+        """<option><flag>: the switches this engine honours (constraint, contact, limit and
+        gravity off), the ones that change nothing here, and an error for any other."""
+        for key, value in elem.attrib.items():
+            if value not in ("enable", "disable"):
+                raise self.error(elem, f"flag {key}={value!r} must be enable or disable")
+            if key not in _FLAG_DEFAULTS:
+                raise self.error(elem, f"unknown flag {key!r}")
+            if value == _FLAG_DEFAULTS[key] or key in _FLAGS_WITHOUT_EFFECT:
+                continue
+            if key in ("constraint", "contact"):
+                self.disable_contact = True
+            if key in ("constraint", "limit"):
+                self.disable_limit = True
+            if key == "gravity":
+                self.disable_gravity = True
+            if key not in ("constraint", "contact", "limit", "gravity"):
+                raise self.error(elem, f"unsupported flag {key}={value!r}")
 
     def parse_defaults(self) -> None:
         self.classes["main"] = {}
@@ -864,7 +913,7 @@ class _Loader:
         af = lambda k, shape: f32([u[k] for u in self.actuators], (nu, *shape))  # noqa: E731
         sys_ = S.System(
             timestep=f32(self.timestep),
-            gravity=f32(self.gravity),
+            gravity=f32(np.zeros(3) if self.disable_gravity else self.gravity),
             body_pos=f32([b["pos"] for b in self.bodies]),
             body_quat=f32([b["quat"] for b in self.bodies]),
             body_mass=f32(mass),
@@ -912,6 +961,8 @@ class _Loader:
             geom_names=tuple(g["name"] for g in self.geoms),
             actuator_names=tuple(u["name"] for u in self.actuators),
             solver_iterations=self.iterations,
+            disable_contact=self.disable_contact,
+            disable_limit=self.disable_limit,
             cone=self.cone,
             impratio=self.impratio,
             contact_pairs=contact.contact_pairs(

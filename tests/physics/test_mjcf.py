@@ -2,6 +2,7 @@
 
 import warnings
 
+import jax
 import mujoco
 import numpy as np
 import pytest
@@ -209,3 +210,49 @@ def test_includes_are_spliced_in_relative_to_the_main_file(tmp_path):
         physics.load_mjcf(tmp_path / "loop.xml")
     with pytest.raises(physics.MJCFError, match=r"missing\.xml: cannot read .*nope\.xml"):
         physics.load_mjcf(tmp_path / "missing.xml")
+
+
+@pytest.mark.parametrize(
+    "flags",
+    ['contact="disable"', 'constraint="disable" energy="enable"', 'gravity="disable"', ""],
+)
+def test_option_flags_match_mujoco(flags):
+    xml = f"""
+    <mujoco>
+      <option timestep="0.005"><flag {flags}/></option>
+      <worldbody>
+        <geom type="plane" size="5 5 0.1"/>
+        <body pos="0 0 0.3">
+          <freejoint/>
+          <geom type="box" size="0.1 0.1 0.1"/>
+          <body pos="0.2 0 0">
+            <joint type="hinge" axis="0 1 0" range="-10 10"/>
+            <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
+          </body>
+        </body>
+      </worldbody>
+    </mujoco>
+    """
+    sys, m = physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    d.qvel[:] = [0.5, 0, 0, 0, 0, 0, 4.0]
+    state = jax.jit(physics.step, static_argnames="n_substeps")(
+        sys, physics.init(sys, d.qpos.copy(), d.qvel.copy()), np.zeros(0), n_substeps=60
+    )
+    for _ in range(60):
+        mujoco.mj_step(m, d)
+    np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=2e-3)
+
+
+@pytest.mark.parametrize(
+    "flag, needle",
+    [
+        ('passive="disable"', "unsupported flag passive"),
+        ('contacts="disable"', "unknown flag 'contacts'"),
+        ('contact="off"', "must be enable or disable"),
+    ],
+)
+def test_option_flags_that_cannot_be_honoured_are_named(flag, needle):
+    xml = f"<mujoco><option><flag {flag}/></option><worldbody/></mujoco>"
+    with pytest.raises(physics.MJCFError, match=needle):
+        physics.load_mjcf(xml)
