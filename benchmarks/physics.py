@@ -47,6 +47,7 @@ import physics
 
 N_SUBSTEPS = 5
 MAX_CONTACTS = 8  # the deepest contacts solved per substep, as the locomotion envs do
+NEWTON_STEPS = 4  # Newton steps per constraint solve, as the locomotion envs do
 
 
 def ant_path() -> str:
@@ -56,7 +57,7 @@ def ant_path() -> str:
 
 
 def bench_engine(batch: int, repeats: int, min_seconds: float) -> dict[str, Any]:
-    sys_ = physics.load_mjcf(ant_path(), max_contacts=MAX_CONTACTS)
+    sys_ = physics.load_mjcf(ant_path(), max_contacts=MAX_CONTACTS, newton_steps=NEWTON_STEPS)
     states = jax.vmap(lambda _: physics.init(sys_))(jnp.arange(batch))
     lo, hi = sys_.actuator_ctrlrange[:, 0], sys_.actuator_ctrlrange[:, 1]
     ctrl = jax.random.uniform(jax.random.PRNGKey(0), (batch, sys_.nu), minval=lo, maxval=hi)

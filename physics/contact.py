@@ -18,9 +18,9 @@ mixed by solmix, priority wins);
 with ``System.max_contacts`` set, only that many deepest slots (a branchless top-k; all active
 ones unless more are active) get solver rows, joint limits are unit rows (no dense products);
 rows are built, inactive ones masked, and :func:`physics.constraints.solve` runs a fixed number
-of Newton steps warm-started from the previous qacc (or qacc_smooth when that costs less, as
-MuJoCo chooses). ``body_invweight0``/``dof_invweight0`` (MuJoCo's diagonal approximations,
-computed at qpos0 by the loader) give the regularizer of each row.
+(``System.newton_steps``) of Newton steps warm-started from the previous qacc (or qacc_smooth
+when that costs less, as MuJoCo chooses). ``body_invweight0``/``dof_invweight0`` (MuJoCo's
+diagonal approximations, computed at qpos0 by the loader) give the regularizer of each row.
 """
 
 from __future__ import annotations
@@ -38,10 +38,13 @@ from physics import constraints as con
 from physics import dynamics, kinematics, math
 from physics.system import JNT_BALL, JNT_HINGE, JNT_SLIDE, System, Topology
 
-# Fixed Newton steps per substep. Warm-started from the previous substep's qacc the solve
-# reaches MuJoCo's optimum in 2-3 steps on the gymnasium models (3 already keeps the 100-step
-# ant/half_cheetah trajectories within 2e-4 of MuJoCo); the cost is linear in this count.
-SOLVER_ITERATIONS = 4
+# Fixed Newton steps per substep (System.newton_steps), the default of load_mjcf. Warm-started
+# from the previous substep's qacc the solve reaches MuJoCo's optimum in 2-3 steps on the
+# gymnasium models, which the locomotion envs solve with 4; stiffer contacts and limits need
+# more: with dm_control's humanoid parameters (solref .015, solimp .9 .99 .003) 4 and 5 steps
+# drift from MuJoCo by O(1) within 100 steps, 6 and 8 stay within 1e-4. The cost is linear in
+# the count (Ant: 8 steps run at about 0.7 of 4's speed).
+NEWTON_STEPS = 8
 # "newton": O(rows) per step; "exact" (closed form) is O(rows^2), which dominated the step
 # (ant has 116 rows, mostly masked).
 LINE_SEARCH = "newton"
@@ -455,7 +458,7 @@ def solve_constraints(
         R,
         mask,
         qacc_init=x0,
-        iterations=SOLVER_ITERATIONS,
+        iterations=sys.newton_steps,
         line_search=LINE_SEARCH,
         unit_rows=unit,
     )

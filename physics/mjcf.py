@@ -1055,15 +1055,25 @@ def _parse(source: str | os.PathLike) -> tuple[ET.Element, str]:
     return root, name
 
 
-def load_mjcf(source: str | os.PathLike, *, max_contacts: int | None = None) -> S.System:
+def load_mjcf(
+    source: str | os.PathLike,
+    *,
+    max_contacts: int | None = None,
+    newton_steps: int = contact.NEWTON_STEPS,
+) -> S.System:
     """Builds a System from an MJCF file path or XML string (numpy, once per model).
 
     ``max_contacts``: solve only that many deepest contacts per substep (faster; the same as
     solving all while no more are active); None solves every active contact, as MuJoCo does.
+    ``newton_steps``: Newton steps of each constraint solve; fewer run faster, and are enough
+    for soft contacts (see ``physics.contact.NEWTON_STEPS``: the gymnasium models need 4).
     """
     if max_contacts is not None and (isinstance(max_contacts, bool) or max_contacts < 1):
         raise ValueError(f"max_contacts must be a positive int or None, got {max_contacts!r}")
+    if isinstance(newton_steps, bool) or not isinstance(newton_steps, int) or newton_steps < 1:
+        raise ValueError(f"newton_steps must be a positive int, got {newton_steps!r}")
     root, name = _parse(source)
     if root.tag != "mujoco":
         raise MJCFError(f"{name}: root element must be <mujoco>, got <{root.tag}>")
-    return dataclasses.replace(_Loader(root, name).build(), max_contacts=max_contacts)
+    sys_ = _Loader(root, name).build()
+    return dataclasses.replace(sys_, max_contacts=max_contacts, newton_steps=newton_steps)

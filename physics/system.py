@@ -214,6 +214,9 @@ class System:
     # rollouts: ant <= 6 active of its 25 slots, humanoid <= 10 of 190 (over 8 in 2 of 9600
     # env steps). Set with load_mjcf(..., max_contacts=K).
     max_contacts: int | None = _static(default=None)
+    # Newton steps of the constraint solve per substep (fixed: worlds stay in lockstep). Set with
+    # load_mjcf(..., newton_steps=N); see physics.contact.NEWTON_STEPS for how many are enough.
+    newton_steps: int = _static(default=8)
 
     @property
     def nbody(self) -> int:

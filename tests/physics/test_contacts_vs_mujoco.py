@@ -28,6 +28,7 @@ GYM_MODELS = [
 ]
 
 step = jax.jit(physics.step, static_argnames="n_substeps")
+ENV_NEWTON_STEPS = 4  # what the locomotion envs solve these models with
 
 
 def _mujoco(src):
@@ -94,7 +95,7 @@ def test_contact_pair_filter():
 
 @pytest.mark.parametrize("name", ["ant", "half_cheetah", "humanoid"])
 def test_trajectory_with_contacts_matches_mujoco(name):
-    sys = physics.load_mjcf(gym_asset(name))
+    sys = physics.load_mjcf(gym_asset(name), newton_steps=ENV_NEWTON_STEPS)
     m = _mujoco(gym_asset(name))
     d = mujoco.MjData(m)
     rng = np.random.default_rng(0)
@@ -319,3 +320,34 @@ def test_cylinder_trajectory_matches_mujoco(scene):
     assert pairs <= pairs_seen, pairs_seen
     np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=5e-4)
     np.testing.assert_allclose(np.asarray(state.qd), d.qvel, atol=1e-2)
+
+
+def test_stiff_contacts_track_mujoco_with_the_default_newton_steps():
+    """gymnasium's humanoid with dm_control's contact and limit parameters (solref .015,
+    solimp .9 .99 .003, solimplimit 0 .99 .01): stiffer than the gymnasium models, so the
+    solve needs more Newton steps than the envs' 4 (which drift by O(1) here), and gets them
+    from load_mjcf's default."""
+    src = open(gym_asset("humanoid")).read()
+    for old, new in (
+        (
+            '<joint armature="1" damping="1" limited="true"/>',
+            '<joint armature=".01" damping=".2" stiffness="1" limited="true" '
+            'solimplimit="0 .99 .01"/>',
+        ),
+        ('margin="0.001"', 'friction=".7" solimp=".9 .99 .003" solref=".015 1"'),
+        ('timestep="0.003"', 'timestep="0.005"'),
+    ):
+        assert old in src
+        src = src.replace(old, new)
+    sys, m = physics.load_mjcf(src), _mujoco(src)
+    assert sys.newton_steps == contact.NEWTON_STEPS
+    d = mujoco.MjData(m)
+    ctrl = np.random.default_rng(0).uniform(-0.4, 0.4, m.nu)
+    d.ctrl[:] = ctrl
+    state, n_contacts = physics.init(sys), 0
+    for _ in range(100):
+        state = step(sys, state, np.asarray(ctrl, np.float32))
+        mujoco.mj_step(m, d)
+        n_contacts = max(n_contacts, d.ncon)
+    assert n_contacts >= 2  # the fall reached the floor
+    np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=1e-3)

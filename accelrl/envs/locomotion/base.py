@@ -77,10 +77,16 @@ class LocomotionEnv(Environment[LocomotionState], abc.ABC):
     # Contacts solved per substep (physics.load_mjcf's max_contacts): the deepest this many.
     # Exact while no more are active (Ant has at most ~6 of its 25 slots); much faster.
     max_contacts: int | None = 8
+    # Newton steps per constraint solve (physics.load_mjcf's newton_steps). These models' soft
+    # contacts converge in 4, which tests/physics/test_contacts_vs_mujoco.py checks against
+    # MuJoCo; a model of your own with stiffer contacts may need load_mjcf's default (8).
+    newton_steps: int = 4
 
     def __init__(self) -> None:
         self.mjcf_xml: str = load_asset(self.asset)
-        self.sys: physics.System = physics.load_mjcf(self.mjcf_xml, max_contacts=self.max_contacts)
+        self.sys: physics.System = physics.load_mjcf(
+            self.mjcf_xml, max_contacts=self.max_contacts, newton_steps=self.newton_steps
+        )
         ctrl = np.asarray(self.sys.actuator_ctrlrange, np.float32)
         self._action_space = Box(shape=(self.sys.nu,), low=ctrl[:, 0], high=ctrl[:, 1])
         self.dt = float(self.sys.timestep) * self.frame_skip
