@@ -142,7 +142,7 @@ def test_point_jacobian_matches_mujoco():
 
 
 def test_ctrl_is_clipped_and_batched_step_matches_single():
-    sys = physics.load_mjcf(gym_asset("ant"), max_contacts=8)
+    sys = physics.load_mjcf(gym_asset("ant"), max_contacts=8, newton_steps=4)  # as the Ant env
     step = jax.jit(jax.vmap(physics.step, in_axes=(None, 0, 0)))
     # Batch 512: XLA:CPU deadlocked on this call at this size before physics/xla_cpu.py.
     states = jax.vmap(lambda _: physics.init(sys))(jnp.arange(512))

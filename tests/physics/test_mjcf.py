@@ -212,36 +212,52 @@ def test_includes_are_spliced_in_relative_to_the_main_file(tmp_path):
         physics.load_mjcf(tmp_path / "missing.xml")
 
 
+FLAGS_XML = """
+<mujoco>
+  <option timestep="0.005"><flag {flags}/></option>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1"/>
+    <body pos="0 0 0.3">
+      <freejoint/>
+      <geom type="sphere" size="0.1"/>
+      <body pos="0.2 0 0">
+        <joint type="hinge" axis="0 1 0" range="-10 10"/>
+        <geom type="sphere" pos="0.2 0 0" size="0.04"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
 @pytest.mark.parametrize(
-    "flags",
-    ['contact="disable"', 'constraint="disable" energy="enable"', 'gravity="disable"', ""],
+    "flags, contact, limit, gravity",
+    [
+        ('contact="disable"', False, True, True),
+        ('limit="disable" energy="enable"', True, False, True),
+        ('constraint="disable"', False, False, True),
+        ('gravity="disable" contact="enable"', True, True, False),
+    ],
 )
-def test_option_flags_match_mujoco(flags):
-    xml = f"""
-    <mujoco>
-      <option timestep="0.005"><flag {flags}/></option>
-      <worldbody>
-        <geom type="plane" size="5 5 0.1"/>
-        <body pos="0 0 0.3">
-          <freejoint/>
-          <geom type="box" size="0.1 0.1 0.1"/>
-          <body pos="0.2 0 0">
-            <joint type="hinge" axis="0 1 0" range="-10 10"/>
-            <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
-          </body>
-        </body>
-      </worldbody>
-    </mujoco>
-    """
+def test_option_flags_switch_contacts_limits_and_gravity(flags, contact, limit, gravity):
+    sys = physics.load_mjcf(FLAGS_XML.format(flags=flags))
+    assert (sys.disable_contact, sys.disable_limit) == (not contact, not limit)
+    assert float(np.abs(np.asarray(sys.gravity)).max()) == pytest.approx(9.81 if gravity else 0)
+
+
+def test_option_flags_match_mujoco():
+    """dm_control's lqr and point_mass switch gravity and constraints off: both sides agree."""
+    xml = FLAGS_XML.format(flags='gravity="disable" constraint="disable"')
     sys, m = physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml)
     d = mujoco.MjData(m)
-    d.qvel[:] = [0.5, 0, 0, 0, 0, 0, 4.0]
+    d.qvel[:] = [0.5, 0, -1.0, 0, 0, 0, 4.0]  # drifts into the floor, spins past the limit
     state = jax.jit(physics.step, static_argnames="n_substeps")(
         sys, physics.init(sys, d.qpos.copy(), d.qvel.copy()), np.zeros(0), n_substeps=60
     )
     for _ in range(60):
         mujoco.mj_step(m, d)
-    np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=2e-3)
+    assert d.qpos[2] < 0.1 and d.qpos[7] > 0.5  # through the floor, past the limit
+    np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=1e-4)
 
 
 @pytest.mark.parametrize(
