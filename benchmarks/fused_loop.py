@@ -420,6 +420,7 @@ def time_to_solve(config: TrainConfig, echo: bool) -> dict[str, Any]:
 
 
 def solve_config(seed: int, quick: bool) -> TrainConfig:
+    """The preset of the time-to-solve runs at `seed` (tiny with `quick`)."""
     config = apply_overrides(load_preset(PRESET), [f"seed={seed}", "eval_episodes=0"])
     if quick:
         config = apply_overrides(config, ["total_env_steps=2048", "agent.unroll_length=16"])

@@ -5,8 +5,8 @@ geoms and density as MuJoCo computes it, hinge/slide/ball/free joints, plane/sph
 cylinder/box geoms, motor/position/velocity/general (fixed gain, affine bias, no activation)
 actuators on joints, ``include`` files, ``frame`` elements, ``option`` timestep/gravity,
 ``default`` classes with ``childclass``, ``contact/exclude`` and passive fixed tendons. Purely
-visual or bookkeeping
-content (rgba, material, assets, cameras, lights, sites, sensors, keyframes, ...) is skipped.
+visual or bookkeeping content (rgba, material, assets, cameras, lights, sites, sensors,
+keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
 so a model never silently behaves differently from MuJoCo.
 
@@ -166,6 +166,13 @@ _FLAG_DEFAULTS = {
         "enable",
     ),
     **dict.fromkeys("override energy fwdinv invdiscrete multiccd sleep".split(), "disable"),
+}
+# What each switch this engine honours turns off when disabled.
+_FLAG_EFFECTS = {
+    "constraint": {"contact", "limit"},
+    "contact": {"contact"},
+    "limit": {"limit"},
+    "gravity": {"gravity"},
 }
 _FLAGS_WITHOUT_EFFECT = {
     "equality",
@@ -362,7 +369,7 @@ class _Loader:
     def parse_option(self) -> None:
         self.timestep, self.gravity = 0.002, np.array([0.0, 0.0, -9.81])
         self.iterations, self.cone, self.impratio = 100, "pyramidal", 1.0
-        self.disable_contact = self.disable_limit = self.disable_gravity = False
+        self.disabled: set[str] = set()  # of "contact", "limit", "gravity" (<flag>)
         for o in self.root.iter("option"):
             a = dict(o.attrib)
             if set(a) - _KNOWN["option"]:
@@ -405,14 +412,9 @@ class _Loader:
                 raise self.error(elem, f"unknown flag {key!r}")
             if value == _FLAG_DEFAULTS[key] or key in _FLAGS_WITHOUT_EFFECT:
                 continue
-            if key in ("constraint", "contact"):
-                self.disable_contact = True
-            if key in ("constraint", "limit"):
-                self.disable_limit = True
-            if key == "gravity":
-                self.disable_gravity = True
-            if key not in ("constraint", "contact", "limit", "gravity"):
+            if key not in _FLAG_EFFECTS:
                 raise self.error(elem, f"unsupported flag {key}={value!r}")
+            self.disabled |= _FLAG_EFFECTS[key]
 
     def parse_defaults(self) -> None:
         self.classes["main"] = {}
@@ -533,7 +535,7 @@ class _Loader:
             if child_cls not in self.classes:
                 raise self.error(child, f"unknown childclass {child_cls!r}")
             for inner, inner_cls, inner_frame in self.frame_children(child, child_cls, pose):
-                if inner.tag not in ("body", "geom", "frame", *_IGNORED):
+                if inner.tag not in ("body", "geom", *_IGNORED):
                     raise self.error(inner, f"unsupported element <{inner.tag}> in <frame>")
                 yield inner, inner_cls, inner_frame
 
@@ -695,17 +697,15 @@ class _Loader:
                 inherit = float(a.get("inheritrange", 0))
                 if inherit < 0:
                     raise self.error(m, f"inheritrange must be >= 0, got {inherit}")
-                if (
-                    inherit > 0
-                ):  # the control range spans the joint's range, scaled about its middle
+                if inherit > 0:
+                    # The control range spans the joint's range, scaled about its middle.
                     if not joint["limited"]:
                         raise self.error(m, "inheritrange needs a limited joint")
                     lo, hi = joint["range"]
                     mid, half = (lo + hi) / 2, inherit * (hi - lo) / 2
                     ctrl = np.array([mid - half, mid + half])
-                    a = {**a, "ctrlrange": f"{ctrl[0]} {ctrl[1]}"}
                 inf = np.array([-np.inf, np.inf])
-                ctrllimited = self.flag(m, a, "ctrllimited", "ctrlrange" in a)
+                ctrllimited = self.flag(m, a, "ctrllimited", "ctrlrange" in a or inherit > 0)
                 forcelimited = self.flag(m, a, "forcelimited", "forcerange" in a)
                 for lim, rng, key in (
                     (ctrllimited, ctrl, "ctrlrange"),
@@ -913,7 +913,7 @@ class _Loader:
         af = lambda k, shape: f32([u[k] for u in self.actuators], (nu, *shape))  # noqa: E731
         sys_ = S.System(
             timestep=f32(self.timestep),
-            gravity=f32(np.zeros(3) if self.disable_gravity else self.gravity),
+            gravity=f32(np.zeros(3) if "gravity" in self.disabled else self.gravity),
             body_pos=f32([b["pos"] for b in self.bodies]),
             body_quat=f32([b["quat"] for b in self.bodies]),
             body_mass=f32(mass),
@@ -961,8 +961,8 @@ class _Loader:
             geom_names=tuple(g["name"] for g in self.geoms),
             actuator_names=tuple(u["name"] for u in self.actuators),
             solver_iterations=self.iterations,
-            disable_contact=self.disable_contact,
-            disable_limit=self.disable_limit,
+            disable_contact="contact" in self.disabled,
+            disable_limit="limit" in self.disabled,
             cone=self.cone,
             impratio=self.impratio,
             contact_pairs=contact.contact_pairs(
