@@ -34,7 +34,9 @@ class AgentConfig:
     """V-trace actor-critic: network, loss and optimiser."""
 
     torso: str = "mlp"
-    """Observation torso: mlp, nature_cnn or impala_cnn (pixels; uint8 scaled inside)."""
+    """Observation torso: mlp, nature_cnn or impala_cnn (pixels; uint8 scaled inside), or
+    `module:attribute` naming a flax.linen Module of your own (observations [B, ...] as the env
+    gives them -> features [B, F]; a class is made with its defaults)."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Widths of the MLP torso."""
     activation: str = "tanh"
@@ -134,8 +136,8 @@ class R2D2Config:
     """
 
     torso: str = "mlp"
-    """Observation torso: mlp (vector observations), nature_cnn (the paper's, for pixels) or
-    impala_cnn."""
+    """Observation torso: mlp (vector observations), nature_cnn (the paper's, for pixels),
+    impala_cnn, or `module:attribute` naming a flax.linen Module of your own (as agent.torso)."""
     torso_sizes: tuple[int, ...] = (512,)
     """MLP torso widths (torso=mlp only)."""
     lstm_size: int = 512

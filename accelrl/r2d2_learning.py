@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 from accelrl import replay
 from accelrl.config import TrainConfig
+from accelrl.fused import check_user_torso, resolve_torso
 from agents import make_optimizer
 from agents.r2d2 import (
     R2D2Agent,
@@ -39,15 +40,17 @@ class LearnState(NamedTuple):
 def make_r2d2_agent(config: TrainConfig, obs_shape: tuple[int, ...], num_actions: int) -> R2D2Agent:
     """The Q-network for these observations and actions, shaped by `config.r2d2`."""
     r = config.r2d2
-    return R2D2Agent(
+    agent = R2D2Agent(
         obs_shape=tuple(obs_shape),
         num_actions=num_actions,
         torso_sizes=tuple(r.torso_sizes),
         lstm_size=r.lstm_size,
         head_size=r.head_size,
         recurrent=r.recurrent,
-        torso=r.torso,
+        torso=resolve_torso(r.torso, "r2d2.torso"),
     )
+    check_user_torso(agent, r.torso, "r2d2.torso")
+    return agent
 
 
 def loss_config(config: TrainConfig) -> R2D2LossConfig:

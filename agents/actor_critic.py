@@ -19,6 +19,7 @@ import numpy as np
 
 from agents.distributions import Categorical, TanhGaussian
 from agents.networks import ActorCritic, Carry
+from agents.torsos import Torso
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +78,7 @@ class ActorCriticAgent:
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
     lstm_size: int | None = None
-    torso: str = "mlp"
+    torso: Torso = "mlp"
     network: ActorCritic = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

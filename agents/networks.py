@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.torsos import TORSOS, conv_torso
+from agents.torsos import Torso, check_torso, is_mlp, torso_features
 
 ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "elu": nn.elu, "silu": nn.silu}
 
@@ -49,9 +49,9 @@ class ActorCritic(nn.Module):
     `(loc [B, d], log_scale [B, d])` of a TanhGaussian, with a state-independent `log_scale`
     parameter initialised to 0 (as in PPO). Without an LSTM and with `separate_value_torso`,
     actor and critic have their own MLPs (as in PureJaxRL); otherwise they share the torso
-    (and the LSTM core, which follows it). A convolutional `torso` (agents/torsos.py; uint8
-    pixels are scaled inside) is always shared by actor and critic; `hidden_sizes` and
-    `activation` then go unused.
+    (and the LSTM core, which follows it). Any other `torso` (a convolutional one or the
+    user's own module, agents/torsos.py) is always shared by actor and critic;
+    `hidden_sizes` and `activation` then go unused.
     """
 
     action_dim: int
@@ -60,7 +60,7 @@ class ActorCritic(nn.Module):
     activation: str = "tanh"
     lstm_size: int | None = None
     separate_value_torso: bool = True
-    torso: str = "mlp"
+    torso: Torso = "mlp"
 
     def initial_carry(self, batch_size: int) -> Carry:
         """Zero carry for `batch_size` sequences; `()` without an LSTM."""
@@ -76,23 +76,21 @@ class ActorCritic(nn.Module):
         """Returns `(carry, (dist_params, value [B]))`; the LSTM carry is zeroed where is_first."""
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {self.activation!r}; one of {list(ACTIVATIONS)}")
-        if self.torso not in TORSOS:
-            raise ValueError(f"unknown torso {self.torso!r}; one of {TORSOS}")
+        check_torso(self.torso)
         batch = obs.shape[0]
         chex.assert_shape(is_first, (batch,))
-        conv = self.torso != "mlp"
-        x = conv_torso(self.torso, name="torso")(obs) if conv else obs.reshape(batch, -1)
-        x = x.astype(jnp.float32)
+        mlp = is_mlp(self.torso)
+        x = obs.reshape(batch, -1).astype(jnp.float32) if mlp else torso_features(self.torso, obs)
 
         if self.lstm_size is not None:
-            if not conv:
+            if mlp:
                 x = MLP(self.hidden_sizes, self.activation, name="torso")(x)
             carry = jax.tree.map(
                 lambda c: jnp.where(is_first[:, None], jnp.zeros_like(c), c), carry
             )
             carry, x = nn.OptimizedLSTMCell(self.lstm_size, name="lstm")(carry, x)
             actor_x = critic_x = x
-        elif conv:
+        elif not mlp:
             actor_x = critic_x = x
         elif self.separate_value_torso:
             actor_x = MLP(self.hidden_sizes, self.activation, name="actor_torso")(x)

@@ -33,7 +33,7 @@ import rlax
 from jax.flatten_util import ravel_pytree
 
 from agents.networks import MLP, _dense
-from agents.torsos import TORSOS, conv_torso
+from agents.torsos import Torso, check_torso, is_mlp, torso_features
 
 Carry = Any  # the flax LSTM (c, h) tuple of [B, lstm_size]
 
@@ -46,7 +46,7 @@ class R2D2Network(nn.Module):
     lstm_size: int = 512
     head_size: int = 512
     recurrent: bool = True
-    torso: str = "mlp"  # or a convolutional torso (uint8 pixels scaled inside)
+    torso: Torso = "mlp"  # or a convolutional one (uint8 pixels scaled inside) or the user's
 
     def initial_carry(self, batch_size: int) -> Carry:
         zeros = jnp.zeros((batch_size, self.lstm_size), jnp.float32)
@@ -63,13 +63,12 @@ class R2D2Network(nn.Module):
     ) -> tuple[Carry, chex.Array]:
         batch = obs.shape[0]
         chex.assert_shape([is_first, prev_action, prev_reward], (batch,))
-        if self.torso == "mlp":
+        check_torso(self.torso)
+        if is_mlp(self.torso):
             flat = obs.reshape(batch, -1).astype(jnp.float32)
             x = MLP(self.torso_sizes, "relu", name="torso")(flat)
-        elif self.torso in TORSOS:
-            x = conv_torso(self.torso, name="torso")(obs)
         else:
-            raise ValueError(f"unknown torso {self.torso!r}; one of {TORSOS}")
+            x = torso_features(self.torso, obs)
         carry = jax.tree.map(lambda c: jnp.where(is_first[:, None], jnp.zeros_like(c), c), carry)
         if self.recurrent:
             keep = jnp.logical_not(is_first).astype(jnp.float32)[:, None]
@@ -97,7 +96,7 @@ class R2D2Agent:
     lstm_size: int = 512
     head_size: int = 512
     recurrent: bool = True
-    torso: str = "mlp"
+    torso: Torso = "mlp"
     network: R2D2Network = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

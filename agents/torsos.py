@@ -1,10 +1,15 @@
 """Observation torsos shared by the actor-critic and the R2D2 Q-network.
 
+A torso is a built-in's name or a user's own flax module:
+
 - `mlp`: flatten, then dense layers (vector observations).
 - `nature_cnn`: the DQN torso (Mnih et al. 2015): conv 32x8x8/4, 64x4x4/2, 64x3x3/1 (VALID,
   relu), dense 512. For Atari 84x84x4 frames it yields 7x7x64 before the dense layer.
 - `impala_cnn`: IMPALA's residual torso (Espeholt et al. 2018): three stacks of
   [conv 3x3, max-pool 3x3/2, two residual blocks] with 16, 32, 32 channels, relu, dense 256.
+- a `flax.linen.Module` instance of the user's: it maps observations `[B, *obs_shape]`, as the
+  env gives them (uint8 pixels unscaled), to features `[B, F]`. Like the convolutional
+  torsos it is shared by actor and critic and followed by the LSTM core when there is one.
 
 Pixel observations arrive as uint8 (they travel and are stored that way: 4x less memory in
 replay and on the wire); the convolutional torsos scale uint8 inputs to [0, 1] themselves, so
@@ -21,6 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 
 TORSOS = ("mlp", "nature_cnn", "impala_cnn")
+
+Torso = str | nn.Module
+"""A built-in torso's name (one of TORSOS) or a user's own module."""
 
 
 def _pixels(obs: chex.Array) -> chex.Array:
@@ -98,10 +106,38 @@ class ImpalaCNN(nn.Module):
         return _dense_relu(self.dense_size, nn.relu(x).reshape(x.shape[0], -1))
 
 
-def conv_torso(kind: str, name: str | None = None) -> nn.Module:
-    """The convolutional torso called `kind` ("nature_cnn" or "impala_cnn")."""
-    if kind == "nature_cnn":
-        return NatureCNN(name=name)
-    if kind == "impala_cnn":
-        return ImpalaCNN(name=name)
-    raise ValueError(f"unknown torso {kind!r}; one of {TORSOS}")
+def is_mlp(torso: Torso) -> bool:
+    """Whether `torso` is the built-in MLP (which each network builds with its own sizes)."""
+    return isinstance(torso, str) and torso == "mlp"
+
+
+def check_torso(torso: Torso) -> None:
+    """Raises ValueError for a name that is not a built-in torso."""
+    if isinstance(torso, str) and torso not in TORSOS:
+        raise ValueError(f"unknown torso {torso!r}; one of {TORSOS} or a flax Module")
+
+
+def torso_features(torso: Torso, obs: chex.Array) -> chex.Array:
+    """float32 features `[B, F]` of a non-MLP torso for observations `[B, ...]`.
+
+    Call it inside a compact method with the caller's `torso` field: the parameters go under
+    "torso" (flax binds a Module-valued field as a submodule of that name). A torso that
+    returns anything but one feature vector per observation is refused.
+    """
+    if isinstance(torso, nn.Module):
+        module = torso
+    elif torso == "nature_cnn":
+        module = NatureCNN(name="torso")
+    elif torso == "impala_cnn":
+        module = ImpalaCNN(name="torso")
+    else:
+        raise ValueError(f"{torso!r} is not a module torso; one of {TORSOS[1:]} or a flax Module")
+    x = module(obs)
+    shape = getattr(x, "shape", None)
+    if shape is None or len(shape) != 2 or shape[0] != obs.shape[0]:
+        got = f"shape {tuple(shape)}" if shape is not None else f"a {type(x).__name__}"
+        raise ValueError(
+            f"torso {type(module).__name__} returned {got} for "
+            f"observations of shape {tuple(obs.shape)}; a torso must return [batch, features]"
+        )
+    return jnp.asarray(x, jnp.float32)

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import difflib
-import importlib
-import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
+from accelrl.entry_points import load_entry_point
 from accelrl.envs.base import Environment
 from accelrl.envs.cartpole import CartPole
 from accelrl.envs.catch import Catch
@@ -58,30 +56,10 @@ def make(name: str, **kwargs: Any) -> Environment:
 
 
 def _entry_point(name: str) -> Callable[..., Environment]:
-    module_name, _, attribute = name.partition(":")
-    try:
-        module = _import_from_path_or_cwd(module_name)
-    except ImportError as error:
-        raise ValueError(f"environment {name!r}: cannot import {module_name!r} ({error})") from None
-    factory = getattr(module, attribute, None)
+    factory = load_entry_point(name, "environment")
     if not callable(factory):
-        raise ValueError(f"environment {name!r}: {module_name} has no callable {attribute!r}")
+        raise ValueError(f"environment {name!r} is a {type(factory).__name__}, not callable")
     return factory
-
-
-def _import_from_path_or_cwd(module_name: str) -> Any:
-    """`module_name` from the Python path or, failing that, from the working directory (as
-    `python -m` would find it; the `accelrl` script does not have it on its path). The
-    directory is appended, and only now: a user's `configs/` or `physics.py` there cannot
-    shadow accelrl's packages, which are imported by then."""
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        cwd = os.getcwd()
-        if error.name != module_name.partition(".")[0] or cwd in sys.path or "" in sys.path:
-            raise
-        sys.path.append(cwd)
-        return importlib.import_module(module_name)
 
 
 def make_training_env(

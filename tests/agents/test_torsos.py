@@ -1,5 +1,7 @@
-"""Convolutional torsos: output shapes, uint8 scaling, and gradients through both agents."""
+"""Torsos: the convolutional ones' output shapes and uint8 scaling, a user's own module, and
+gradients through both agents."""
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -83,3 +85,47 @@ def test_r2d2_conv_forward_and_grad():
 def test_unknown_torso_is_refused():
     with pytest.raises(ValueError, match="unknown torso 'resnet'"):
         ActorCriticAgent((4,), DiscreteActions(2), torso="resnet").init(jax.random.PRNGKey(0))
+
+
+class OwnTorso(nn.Module):
+    """A user's torso: what the config's `module:attribute` resolves to."""
+
+    width: int = 12
+
+    @nn.compact
+    def __call__(self, obs):
+        return nn.tanh(nn.Dense(self.width)(obs.reshape(obs.shape[0], -1)))
+
+
+def test_own_module_torso_in_both_agents():
+    actor_critic = ActorCriticAgent((3, 2), DiscreteActions(2), lstm_size=8, torso=OwnTorso())
+    r2d2 = R2D2Agent((3, 2), 2, lstm_size=8, head_size=8, torso=OwnTorso(width=5))
+    obs = jax.random.normal(jax.random.PRNGKey(1), (4, 3, 2))
+    first, zeros = jnp.ones(4, bool), jnp.zeros(4)
+    for agent, width in ((actor_critic, 12), (r2d2, 5)):
+        params = agent.init(jax.random.PRNGKey(0))
+        assert params["params"]["torso"]["Dense_0"]["kernel"].shape == (6, width)
+        assert params["params"]["lstm"]["ii"]["kernel"].shape[0] == width + (
+            3 if agent is r2d2 else 0  # R2D2's core also sees the previous action and reward
+        )
+
+        def loss(p, agent=agent):
+            if agent is r2d2:
+                _, q = agent.step(p, agent.initial_carry(4), obs, zeros.astype(int), zeros, first)
+                return jnp.mean(q**2)
+            _, (logits, value) = agent.network.apply(p, agent.initial_carry(4), obs, first)
+            return jnp.mean(value**2) + jnp.mean(jax.nn.logsumexp(logits, axis=-1))
+
+        assert _finite_nonzero(jax.grad(loss)(params)["params"]["torso"])
+
+
+def test_torso_that_does_not_return_features_is_refused():
+    class PerStep(nn.Module):
+        @nn.compact
+        def __call__(self, obs):
+            return nn.Dense(4)(obs)  # [B, 3, 4]: no single feature vector per observation
+
+    with pytest.raises(
+        ValueError, match=r"PerStep returned shape \(1, 3, 4\).*\[batch, features\]"
+    ):
+        ActorCriticAgent((3, 2), DiscreteActions(2), torso=PerStep()).init(jax.random.PRNGKey(0))

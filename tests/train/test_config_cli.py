@@ -98,6 +98,27 @@ def ShortCartPole():
     return CartPole()
 """
 
+USER_NETS = """
+import flax.linen as nn
+
+
+class Torso(nn.Module):
+    width: int = 24
+
+    @nn.compact
+    def __call__(self, obs):
+        return nn.relu(nn.Dense(self.width)(obs))
+
+
+class Unflattened(nn.Module):
+    @nn.compact
+    def __call__(self, obs):
+        return obs[:, None, :]
+
+
+WIDTH = 24
+"""
+
 USER_PRESET = """
 from accelrl.config import AgentConfig, EnvConfig, TrainConfig
 
@@ -105,18 +126,24 @@ from accelrl.config import AgentConfig, EnvConfig, TrainConfig
 def config() -> TrainConfig:
     return TrainConfig(
         env=EnvConfig(name="user_envs:ShortCartPole", num_envs=4),
-        agent=AgentConfig(unroll_length=16),
+        agent=AgentConfig(unroll_length=16, torso="user_nets:Torso"),
         total_env_steps=128,
         iterations_per_chunk=1,
     )
 """
 
 
-def test_user_preset_file_and_env_module(tmp_path):
-    # The console script, as a user runs it: their preset file and env module in the cwd,
-    # beside modules named like accelrl's own top-level packages, which must not shadow them.
-    (tmp_path / "user_envs.py").write_text(USER_ENVS)
-    (tmp_path / "user_preset.py").write_text(USER_PRESET)
+def write_user_files(directory: Path) -> None:
+    (directory / "user_envs.py").write_text(USER_ENVS)
+    (directory / "user_nets.py").write_text(USER_NETS)
+    (directory / "user_preset.py").write_text(USER_PRESET)
+
+
+def test_user_preset_file_env_module_and_torso(tmp_path):
+    # The console script, as a user runs it: their preset file, env module and torso module in
+    # the cwd, beside modules named like accelrl's own top-level packages, which must not
+    # shadow them.
+    write_user_files(tmp_path)
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "__init__.py").write_text("raise ImportError('shadowed')\n")
     (tmp_path / "physics.py").write_text("raise ImportError('shadowed')\n")
@@ -129,23 +156,29 @@ def test_user_preset_file_and_env_module(tmp_path):
             [accelrl, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300
         )
         assert result.returncode == 0, (args, result.stderr[-2000:])
-    assert "user_envs:ShortCartPole" in (tmp_path / "run" / "config.yaml").read_text()
+    saved = (tmp_path / "run" / "config.yaml").read_text()
+    assert "user_envs:ShortCartPole" in saved and "user_nets:Torso" in saved
     assert (tmp_path / "run" / "eval.json").exists()
 
 
 @pytest.mark.parametrize(
     "args, fragment",
     [
-        (["user_preset.py", "env.name=user_envs:Nope"], "user_envs has no callable 'Nope'"),
+        (["user_preset.py", "env.name=user_envs:Nope"], "user_envs has no attribute 'Nope'"),
+        (["user_preset.py", "agent.torso=user_nets:Unflattened"], "must return [batch, features]"),
+        (
+            ["user_preset.py", "agent.torso=user_nets:WIDTH"],
+            "is of type int, not a flax.linen Module",
+        ),
+        (["cartpole_r2d2", "r2d2.torso=natur_cnn"], "Did you mean 'nature_cnn'"),
         (["user_preset.py", "env.name=no_such_module:Env"], "cannot import 'no_such_module'"),
         (["cartpole_vtrace", "env.name=cartpol"], "Did you mean 'cartpole'"),
         (["cartpole_r2d2", "env.name=pendulum"], "r2d2 needs discrete actions"),
         (["missing_preset.py"], "preset file 'missing_preset.py' does not exist"),
     ],
 )
-def test_bad_env_or_preset_file_exits_2_without_run_dir(tmp_path, args, fragment):
-    (tmp_path / "user_envs.py").write_text(USER_ENVS)
-    (tmp_path / "user_preset.py").write_text(USER_PRESET)
+def test_bad_env_torso_or_preset_file_exits_2_without_run_dir(tmp_path, args, fragment):
+    write_user_files(tmp_path)
     result = run_cli("train", *args, "--run-dir", "out", cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-2000:]
     assert fragment in result.stderr
