@@ -60,17 +60,22 @@ def passive_force(sys: System, q: jax.Array, qd: jax.Array) -> jax.Array:
 
 def actuator_force(sys: System, q: jax.Array, qd: jax.Array, ctrl: jax.Array) -> jax.Array:
     """Actuator forces in joint space (MuJoCo's qfrc_actuator): with ctrl clipped to ctrlrange,
-    force = gain * ctrl + bias . (1, gear q, gear qd), clipped to forcerange, times gear."""
+    force = gain * ctrl + bias . (1, length, velocity), clipped to forcerange, applied through
+    the moment arms. A transmission's length is gear * sum(coef * q) over its joints (one joint
+    with coef 1, or a fixed tendon's), its moment arm gear * coef on each of their dofs."""
     if sys.nu == 0:
         return jnp.zeros(sys.nv, sys.dof_damping.dtype)
-    joints = np.asarray(sys.actuator_trnid)
-    dof = sys.topology.jnt_dofadr[joints]
-    length = sys.actuator_gear * q[sys.topology.jnt_qposadr[joints]]
-    velocity = sys.actuator_gear * qd[dof]
+    topo = sys.topology
+    to_q = np.zeros((sys.nu, topo.nq), np.float32)  # tendon/joint length from q
+    moment = np.zeros((sys.nu, sys.nv), np.float32)  # per unit gear
+    for u, pairs in enumerate(sys.actuator_transmission):
+        for joint, coef in pairs:
+            to_q[u, topo.jnt_qposadr[joint]] += coef
+            moment[u, topo.jnt_dofadr[joint]] += coef
+    length = sys.actuator_gear * math.static_matmul(to_q, q)
+    velocity = sys.actuator_gear * math.static_matmul(moment, qd)
     ctrl = jnp.clip(ctrl, sys.actuator_ctrlrange[:, 0], sys.actuator_ctrlrange[:, 1])
     bias = sys.actuator_bias
     force = sys.actuator_gain * ctrl + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
     force = jnp.clip(force, sys.actuator_forcerange[:, 0], sys.actuator_forcerange[:, 1])
-    moment = np.zeros((sys.nu, sys.nv), np.float32)
-    moment[np.arange(sys.nu), dof] = 1.0
     return math.static_matmul(moment.T, sys.actuator_gear * force)

@@ -3,8 +3,9 @@
 Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis), ``inertial`` or inertia from
 geoms and density as MuJoCo computes it, hinge/slide/ball/free joints, plane/sphere/capsule/
 cylinder/box geoms, motor/position/velocity/general (fixed gain, affine bias, no activation)
-actuators on joints, ``include`` files, ``frame`` elements, ``option`` timestep/gravity,
-``default`` classes with ``childclass``, ``contact/exclude`` and passive fixed tendons. Purely
+actuators on joints or fixed tendons, ``include`` files, ``frame`` elements, ``option``
+timestep/gravity, ``default`` classes with ``childclass``, ``contact/exclude`` and fixed
+tendons without passive forces or limits. Purely
 visual or bookkeeping content (rgba, material, assets, cameras, lights, sites, sensors,
 keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
@@ -44,8 +45,16 @@ _GEOM_TYPES = {
 _ORIENT = ("quat", "euler", "axisangle", "xyaxes", "zaxis")
 _VISUAL = {"name", "class", "rgba", "material", "group", "user"}
 
-# Attributes every actuator element understands (joint transmission only).
-_ACTUATOR = {"joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"} | _VISUAL
+# Attributes every actuator element understands (joint or fixed-tendon transmission).
+_ACTUATOR = {
+    "joint",
+    "tendon",
+    "gear",
+    "ctrlrange",
+    "ctrllimited",
+    "forcerange",
+    "forcelimited",
+} | _VISUAL
 # MuJoCo keeps one actuator default per class, which every actuator element in <default> sets.
 _ACTUATOR_TAGS = ("general", "motor", "position", "velocity")
 
@@ -287,6 +296,7 @@ class _Loader:
         self.joints: list[dict] = []
         self.geoms: list[dict] = []
         self.actuators: list[dict] = []
+        self.tendons: dict[str, list[tuple[int, float]]] = {}  # fixed: name -> (joint, coef)
         self.excludes: list[tuple[str, str, ET.Element]] = []
 
     # ---------------------------------------------------------------- errors and attributes
@@ -680,17 +690,27 @@ class _Loader:
                         m, f"unsupported actuator <{m.tag}> (one of {', '.join(_ACTUATOR_TAGS)})"
                     )
                 a = self.attrs(m, "main")
-                if "joint" not in a:
-                    raise self.error(m, "actuator needs a joint (other transmissions unsupported)")
-                if a["joint"] not in names:
-                    raise self.error(m, f"unknown joint {a['joint']!r}")
-                jid = names.index(a["joint"])
-                joint = self.joints[jid]
-                if joint["type"] not in (S.JNT_HINGE, S.JNT_SLIDE):
-                    raise self.error(m, "actuators are supported on hinge and slide joints only")
+                if ("joint" in a) == ("tendon" in a):
+                    raise self.error(
+                        m, "actuator needs one of joint or tendon (other transmissions unsupported)"
+                    )
+                if "tendon" in a:
+                    if a["tendon"] not in self.tendons:
+                        raise self.error(m, f"unknown fixed tendon {a['tendon']!r}")
+                    transmission = self.tendons[a["tendon"]]
+                else:
+                    if a["joint"] not in names:
+                        raise self.error(m, f"unknown joint {a['joint']!r}")
+                    transmission = [(names.index(a["joint"]), 1.0)]
+                    if self.joints[transmission[0][0]]["type"] not in (S.JNT_HINGE, S.JNT_SLIDE):
+                        raise self.error(
+                            m, "actuators are supported on hinge and slide joints only"
+                        )
                 gear = self.get_floats(m, a, "gear", [1.0])
                 if np.any(gear[1:] != 0):
-                    raise self.error(m, "only the first gear component applies to a joint")
+                    raise self.error(
+                        m, "only the first gear component applies to a joint or tendon"
+                    )
                 gain, bias = self.actuator_gain_bias(m, a)
                 ctrl = self.get_floats(m, a, "ctrlrange", [0.0, 0.0], 2)
                 force = self.get_floats(m, a, "forcerange", [0.0, 0.0], 2)
@@ -699,6 +719,11 @@ class _Loader:
                     raise self.error(m, f"inheritrange must be >= 0, got {inherit}")
                 if inherit > 0:
                     # The control range spans the joint's range, scaled about its middle.
+                    if "tendon" in a:
+                        raise self.error(
+                            m, "inheritrange needs a limited joint (tendon limits are unsupported)"
+                        )
+                    joint = self.joints[transmission[0][0]]
                     if not joint["limited"]:
                         raise self.error(m, "inheritrange needs a limited joint")
                     lo, hi = joint["range"]
@@ -716,7 +741,7 @@ class _Loader:
                 self.actuators.append(
                     {
                         "name": a.get("name", ""),
-                        "joint": jid,
+                        "transmission": tuple(transmission),
                         "gear": float(gear[0]),
                         "gain": gain,
                         "bias": bias,
@@ -754,7 +779,7 @@ class _Loader:
             raise self.error(m, "an affine bias uses biasprm[0:3] only; the rest must be 0")
         return float(gainprm[0]), np.concatenate([biasprm, np.zeros(3)])[:3]
 
-    def parse_contact_and_tendons(self) -> None:
+    def parse_contact(self) -> None:
         for sec in self.root.iter("contact"):
             for e in sec:
                 if e.tag != "exclude":
@@ -763,6 +788,11 @@ class _Loader:
                 if "body1" not in a or "body2" not in a:
                     raise self.error(e, "exclude needs body1 and body2")
                 self.excludes.append((a["body1"], a["body2"], e))
+
+    def parse_tendons(self) -> None:
+        """Fixed tendons: a linear combination of hinge/slide joint positions, which an actuator
+        may drive. Passive tendon forces (stiffness, damping, friction) and limits are refused."""
+        names = [j["name"] for j in self.joints]
         for sec in self.root.iter("tendon"):
             if sec not in list(self.root):
                 continue  # <tendon/> inside <default>
@@ -779,7 +809,23 @@ class _Loader:
                         "fixed tendons with stiffness, damping, frictionloss or "
                         "limits are unsupported",
                     )
-                # A passive, unlimited, unactuated fixed tendon exerts no force.
+                pairs = []
+                for j in t:
+                    if j.tag != "joint":
+                        raise self.error(j, f"unsupported element <{j.tag}> in a fixed tendon")
+                    unknown = set(j.attrib) - {"joint", "coef"}
+                    if unknown:
+                        raise self.error(j, f"unsupported attribute(s) {sorted(unknown)}")
+                    if j.get("joint") not in names:
+                        raise self.error(j, f"unknown joint {j.get('joint')!r}")
+                    jid = names.index(j.get("joint"))
+                    if self.joints[jid]["type"] not in (S.JNT_HINGE, S.JNT_SLIDE):
+                        raise self.error(j, "a fixed tendon's joints must be hinge or slide")
+                    pairs.append((jid, float(j.get("coef", 1.0))))
+                if not pairs:
+                    raise self.error(t, "a fixed tendon needs at least one joint")
+                if "name" in a:
+                    self.tendons[a["name"]] = pairs
 
     # ---------------------------------------------------------------- mass properties
     def geom_inertia(self, g: dict) -> tuple[float, np.ndarray]:
@@ -872,8 +918,9 @@ class _Loader:
         if len(worlds) != 1:
             raise self.error(None, "expected exactly one <worldbody>")
         self.walk(worlds[0], -1, "main")
+        self.parse_tendons()
         self.parse_actuators()
-        self.parse_contact_and_tendons()
+        self.parse_contact()
         mass, ipos, inertia = self.body_inertias()
         parent = tuple(b["parent"] for b in self.bodies)
         topo = S.Topology(
@@ -954,7 +1001,7 @@ class _Loader:
             geom_conaffinity=tuple(g["conaffinity"] for g in self.geoms),
             geom_condim=tuple(g["condim"] for g in self.geoms),
             geom_priority=tuple(g["priority"] for g in self.geoms),
-            actuator_trnid=tuple(u["joint"] for u in self.actuators),
+            actuator_transmission=tuple(u["transmission"] for u in self.actuators),
             exclude_pairs=tuple(excl),
             body_names=tuple(names),
             jnt_names=tuple(j["name"] for j in self.joints),

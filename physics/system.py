@@ -179,7 +179,8 @@ class System:
     geom_solref: jax.Array  # [ngeom, 2]
     geom_solimp: jax.Array  # [ngeom, 5]
     geom_solmix: jax.Array  # [ngeom]
-    # actuators on hinge/slide joints: force = gain * ctrl + bias . (1, gear q, gear qd)
+    # actuators on hinge/slide joints or fixed tendons over them:
+    # force = gain * ctrl + bias . (1, gear length, gear velocity)
     actuator_gear: jax.Array  # [nu]
     actuator_gain: jax.Array  # [nu]
     actuator_bias: jax.Array  # [nu, 3]
@@ -197,7 +198,9 @@ class System:
     geom_conaffinity: tuple[int, ...] = _static()
     geom_condim: tuple[int, ...] = _static()
     geom_priority: tuple[int, ...] = _static()
-    actuator_trnid: tuple[int, ...] = _static()  # joint driven by each actuator
+    # per actuator, the (joint, coefficient) pairs of its transmission: ((j, 1.0),) for a
+    # joint, a fixed tendon's joints and coefficients for a tendon
+    actuator_transmission: tuple[tuple[tuple[int, float], ...], ...] = _static()
     exclude_pairs: tuple[tuple[int, int], ...] = _static()  # body pairs from <contact><exclude>
     body_names: tuple[str, ...] = _static()
     jnt_names: tuple[str, ...] = _static()
@@ -240,7 +243,7 @@ class System:
 
     @property
     def nu(self) -> int:
-        return len(self.actuator_trnid)
+        return len(self.actuator_transmission)
 
     def body_id(self, name: str) -> int:
         """Index of the body called ``name``."""

@@ -1,5 +1,6 @@
 """Actuators against MuJoCo: motor, position, velocity and general (affine) on hinge and slide
-joints, with gears, control and force clipping, inheritrange and class defaults."""
+joints and on fixed tendons, with gears, control and force clipping, inheritrange and class
+defaults."""
 
 import dataclasses
 
@@ -40,12 +41,18 @@ ACTUATORS_XML = """
       </body>
     </body>
   </worldbody>
+  <tendon>
+    <fixed name="coupled"><joint joint="h1" coef="1"/><joint joint="h3" coef="-0.5"/></fixed>
+    <fixed name="stretch"><joint joint="s2" coef="2"/><joint joint="h0" coef="0.3"/></fixed>
+  </tendon>
   <actuator>
     <position class="servo" joint="h0" gear="2"/>
     <velocity joint="h1" kv="3" ctrlrange="-1 1"/>
     <general class="limited" joint="s2" gainprm="5" biasprm="0.5 -4 -1" biastype="affine"/>
     <position joint="h3" kp="10" inheritrange="0.5"/>
     <motor joint="h1" gear="0.5"/>
+    <motor tendon="coupled" gear="1.5" ctrlrange="-1 1"/>
+    <position tendon="stretch" kp="6" kv="0.5"/>
   </actuator>
 </mujoco>
 """
@@ -68,7 +75,7 @@ def test_actuator_forces_and_trajectory_match_mujoco():
         np.testing.assert_allclose(force(sys, q, qd, ctrl), d.qfrc_actuator, rtol=1e-5, atol=1e-5)
     # 200 steps under constant targets: the servos pull the joints; MuJoCo's Euler follows.
     sys = dataclasses.replace(sys, disable_contact=True, disable_limit=True)
-    d.qpos[:], d.qvel[:], d.ctrl[:] = m.qpos0, 0.0, [0.5, 0.3, 0.2, 0.1, -0.4]
+    d.qpos[:], d.qvel[:], d.ctrl[:] = m.qpos0, 0.0, [0.5, 0.3, 0.2, 0.1, -0.4, 0.6, 0.2]
     state = jax.jit(physics.step, static_argnames="n_substeps")(
         sys, physics.init(sys), np.asarray(d.ctrl, np.float32), n_substeps=200
     )
@@ -89,12 +96,15 @@ def test_actuator_forces_and_trajectory_match_mujoco():
         ('<position joint="j" inheritrange="1"/>', "inheritrange needs a limited joint"),
         ('<position joint="j" dampratio="1"/>', "dampratio"),
         ('<cylinder joint="j"/>', "unsupported actuator <cylinder>"),
-        ('<velocity tendon="t"/>', "tendon"),
+        ('<velocity tendon="nope"/>', "unknown fixed tendon 'nope'"),
+        ('<motor joint="j" tendon="t"/>', "one of joint or tendon"),
+        ('<position tendon="t" inheritrange="1"/>', "tendon limits are unsupported"),
     ],
 )
 def test_unsupported_actuators_are_named(actuator, needle):
     xml = (
         '<mujoco><worldbody><body><joint name="j"/><geom size="0.1"/></body></worldbody>'
+        '<tendon><fixed name="t"><joint joint="j" coef="2"/></fixed></tendon>'
         f"<actuator>{actuator}</actuator></mujoco>"
     )
     with pytest.raises(physics.MJCFError) as err:

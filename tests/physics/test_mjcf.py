@@ -46,7 +46,8 @@ def _check_against_mujoco(sys, m):
     assert sys.geom_type == tuple(int(x) for x in m.geom_type)
     assert sys.geom_contype == tuple(int(x) for x in m.geom_contype)
     assert sys.geom_conaffinity == tuple(int(x) for x in m.geom_conaffinity)
-    assert sys.actuator_trnid == tuple(int(x) for x in m.actuator_trnid[:, 0])
+    assert all(m.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT)
+    assert sys.actuator_transmission == tuple(((int(j), 1.0),) for j in m.actuator_trnid[:, 0])
     assert float(sys.timestep) == pytest.approx(m.opt.timestep)
     close(sys.gravity, m.opt.gravity)
 
@@ -153,6 +154,12 @@ def test_unsupported_sections_raise_with_file_name(tmp_path):
     )
     with pytest.raises(physics.MJCFError, match="fixed tendons"):
         physics.load_mjcf(stiff_tendon)
+    free_tendon = (
+        '<mujoco><worldbody><body><freejoint name="f"/><geom size="1"/></body>'
+        '</worldbody><tendon><fixed><joint joint="f"/></fixed></tendon></mujoco>'
+    )
+    with pytest.raises(physics.MJCFError, match="joints must be hinge or slide"):
+        physics.load_mjcf(free_tendon)
 
 
 FRAME_XML = """
