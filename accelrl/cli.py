@@ -142,12 +142,12 @@ def main(argv: list[str] | None = None) -> int:
             config, run_dir = _resolve_train(args)
             _enable_compilation_cache()
             if config.bridge.env:
-                from accelrl.bridge.local import train_bridge
+                from accelrl.bridge.local import LocalActorsFailed, train_bridge
                 from accelrl.train import TrainingDiverged
 
                 try:
                     server = train_bridge(config, run_dir, resume=args.resume)
-                except TrainingDiverged as error:
+                except (TrainingDiverged, LocalActorsFailed) as error:
                     print(f"accelrl: error: {error}", file=sys.stderr)
                     return 1
                 print(f"run directory: {run_dir} ({int(server.state.env_steps):,} env steps)")

@@ -107,11 +107,16 @@ class BridgeConfig:
     sticky_actions: float = 0.25
     """Atari repeat_action_probability for local actors (0.25: v5 default; 0: classic)."""
     observation_shape: tuple[int, ...] = ()
-    """Expected observation of ONE env step; () derives it from `env` on the server."""
+    """Expected observation of ONE env step, for actors of an env the server cannot build
+    (docs/bridge-protocol.md); () derives the whole spec from `env` on the server."""
     observation_dtype: str = ""
-    """Its dtype ("" derives it from `env`)."""
+    """Its dtype ("": float32); read only with observation_shape."""
     num_actions: int = 0
-    """Expected discrete actions (0 with an empty observation_shape: derived from `env`)."""
+    """Discrete actions 0..n-1 (with observation_shape: this or action_low/high)."""
+    action_low: tuple[float, ...] = ()
+    """Lower bounds of a continuous (box) action, with observation_shape."""
+    action_high: tuple[float, ...] = ()
+    """Upper bounds of a continuous (box) action, with observation_shape."""
     token: str = ""
     """Shared secret actors must present (also read from ACCELRL_BRIDGE_TOKEN)."""
     tls_cert: str = ""

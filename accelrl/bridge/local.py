@@ -2,7 +2,10 @@
 
 Actors are separate Python processes started with `python -m accelrl.bridge.actor` (a fresh
 interpreter, never a fork of this gRPC-using process). A supervisor thread restarts any that
-die while training runs; all of them are stopped when it ends.
+die while training runs; all of them are stopped when it ends. An actor that keeps failing
+on its own as soon as it starts (an env it cannot build, a spec the server refuses) stops the
+run with an error instead of being restarted forever; actors killed by a signal are always
+restarted.
 """
 
 from __future__ import annotations
@@ -12,10 +15,21 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from accelrl.config import ConfigError, TrainConfig
 from accelrl.logger import Progress
+
+QUICK_EXIT_S = 15.0
+"""An actor exiting with an error this soon after it started failed at start-up."""
+QUICK_EXITS_TO_GIVE_UP = 3
+"""Start-up failures in a row, of one actor, that stop the run."""
+
+
+class LocalActorsFailed(RuntimeError):
+    """A local actor failed at start-up again and again: restarting it cannot help."""
 
 
 def actor_command(config: TrainConfig, address: str, index: int) -> list[str]:
@@ -46,17 +60,27 @@ def actor_command(config: TrainConfig, address: str, index: int) -> list[str]:
 class LocalActors:
     """Starts, supervises (restarts) and stops local actor processes."""
 
-    def __init__(self, config: TrainConfig, address: str, token: str = "") -> None:
+    def __init__(
+        self,
+        config: TrainConfig,
+        address: str,
+        token: str = "",
+        on_give_up: Callable[[LocalActorsFailed], None] | None = None,
+    ) -> None:
         self.config = config
         self.address = address
         self.env = {**os.environ, "ACCELRL_BRIDGE_TOKEN": token}
         self.env.pop("XLA_FLAGS", None)
+        self.on_give_up = on_give_up
         self.procs: list[subprocess.Popen] = []
+        self.started: list[float] = []
+        self.quick_exits: list[int] = []
         self.restarts = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._supervise, daemon=True)
 
     def _start(self, index: int) -> subprocess.Popen:
+        self.started[index] = time.monotonic()
         return subprocess.Popen(
             actor_command(self.config, self.address, index),
             env=self.env,
@@ -64,15 +88,31 @@ class LocalActors:
         )
 
     def start(self) -> None:
-        self.procs = [self._start(i) for i in range(self.config.bridge.num_actors)]
+        n = self.config.bridge.num_actors
+        self.started, self.quick_exits = [0.0] * n, [0] * n
+        self.procs = [self._start(i) for i in range(n)]
         self._thread.start()
 
     def _supervise(self) -> None:
         while not self._stop.wait(0.5):
             for i, proc in enumerate(self.procs):
-                if proc.poll() is not None and not self._stop.is_set():
-                    self.procs[i] = self._start(i)
-                    self.restarts += 1
+                code = proc.poll()
+                if code is None or self._stop.is_set():
+                    continue
+                quick = code > 0 and time.monotonic() - self.started[i] < QUICK_EXIT_S
+                self.quick_exits[i] = self.quick_exits[i] + 1 if quick else 0
+                if self.quick_exits[i] >= QUICK_EXITS_TO_GIVE_UP:
+                    if self.on_give_up is not None:
+                        self.on_give_up(
+                            LocalActorsFailed(
+                                f"local actor {i} exited with status {code} within "
+                                f"{QUICK_EXIT_S:g} s of starting, {self.quick_exits[i]} times "
+                                "in a row (its message is above); stopping the run"
+                            )
+                        )
+                    return
+                self.procs[i] = self._start(i)
+                self.restarts += 1
 
     def stop(self) -> None:
         self._stop.set()
@@ -93,7 +133,7 @@ def train_bridge(
     config: TrainConfig, run_dir: Path, resume: bool = False, progress: Progress | None = None
 ) -> object:
     """`accelrl train <bridge preset>`: serve on 127.0.0.1 with local actors until done."""
-    from accelrl.bridge.server import BridgeServer, run_server
+    from accelrl.bridge.server import BridgeServer, serve_until_done
 
     b = config.bridge
     if b.num_actors * b.envs_per_actor > b.max_envs:  # the last actors would wait forever
@@ -103,6 +143,7 @@ def train_bridge(
         )
 
     holder: dict[str, LocalActors] = {}
+    server = BridgeServer(config, run_dir, resume=resume, progress=progress)
 
     def on_listening(host: str, port: int) -> None:
         (progress or Progress()).line(f"listening on {host}:{port}", force=True)
@@ -110,14 +151,13 @@ def train_bridge(
             config,
             f"{host}:{port}",
             token=config.bridge.token or os.environ.get("ACCELRL_BRIDGE_TOKEN", ""),
+            on_give_up=server.abort,
         )
         holder["actors"] = actors
         actors.start()
 
     try:
-        server: BridgeServer = run_server(
-            config, run_dir, resume=resume, on_listening=on_listening, progress=progress
-        )
+        serve_until_done(server, on_listening=on_listening)
     finally:
         if "actors" in holder:
             holder["actors"].stop()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from accelrl.bridge.codec import EnvSpec
+import math
+
+from accelrl.bridge.codec import ALLOWED_DTYPES, EnvSpec
 from accelrl.bridge.r2d2_learner import R2D2BridgeLearner
 from accelrl.bridge.vtrace_learner import VTraceBridgeLearner
 from accelrl.config import ConfigError, TrainConfig
@@ -12,7 +14,12 @@ def server_spec(config: TrainConfig) -> EnvSpec:
     """The env spec actors must declare: from the config, or from a local copy of the env."""
     b = config.bridge
     if b.observation_shape:
-        return EnvSpec(tuple(b.observation_shape), b.observation_dtype or "float32", b.num_actions)
+        return declared_spec(config)
+    if b.observation_dtype or b.num_actions or b.action_low or b.action_high:
+        raise ConfigError(
+            "bridge.observation_dtype, num_actions and action_low/high are read only with "
+            "bridge.observation_shape (a spec declared for an env the server cannot build)"
+        )
     from accelrl.bridge.envs import UnsupportedEnv, env_spec, make_env
 
     try:
@@ -23,6 +30,35 @@ def server_spec(config: TrainConfig) -> EnvSpec:
         return env_spec(env)
     finally:
         env.close()
+
+
+def declared_spec(config: TrainConfig) -> EnvSpec:
+    """The spec `bridge.observation_shape` and its companions declare, checked."""
+    b = config.bridge
+    shape, dtype = tuple(b.observation_shape), b.observation_dtype or "float32"
+    low, high = tuple(float(x) for x in b.action_low), tuple(float(x) for x in b.action_high)
+    if not all(d > 0 for d in shape):
+        raise ConfigError(f"bridge.observation_shape {list(shape)} needs positive sizes")
+    if dtype not in ALLOWED_DTYPES:
+        raise ConfigError(
+            f"bridge.observation_dtype {dtype!r} is not one of {', '.join(ALLOWED_DTYPES)}"
+        )
+    if (b.num_actions > 0) == bool(low or high) or b.num_actions < 0:
+        raise ConfigError(
+            "with bridge.observation_shape, declare the actions: bridge.num_actions > 0 "
+            "(discrete) or bridge.action_low and action_high (a box), not both"
+        )
+    if low or high:
+        bounded = len(low) == len(high) and all(
+            math.isfinite(lo) and math.isfinite(hi) and lo < hi
+            for lo, hi in zip(low, high, strict=False)
+        )
+        if not bounded:
+            raise ConfigError(
+                f"bridge.action_low {list(low)} and action_high {list(high)} must have equal "
+                "lengths and finite bounds with low < high"
+            )
+    return EnvSpec(shape, dtype, b.num_actions, low, high)
 
 
 def check_config(config: TrainConfig) -> None:

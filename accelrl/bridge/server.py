@@ -301,6 +301,12 @@ class BridgeServer:
             self.done.set()
 
     # ---- lifecycle
+    def abort(self, error: BaseException) -> None:
+        """Stop serving from any thread; `serve` then raises `error` (unless one came first)."""
+        if self.error is None:
+            self.error = error
+        self.done.set()
+
     async def serve(self, bind: str = "127.0.0.1", port: int = 0, on_listening: Any = None) -> None:
         """Serve until training is done (or fails); `on_listening(host, port)` once bound."""
         b = self.config.bridge
@@ -361,6 +367,14 @@ def run_server(
 ) -> BridgeServer:
     """Build a server and serve until training is done; returns the finished server."""
     server = BridgeServer(config, run_dir, resume=resume, progress=progress)
+    serve_until_done(server, bind, port, on_listening)
+    return server
+
+
+def serve_until_done(
+    server: BridgeServer, bind: str = "127.0.0.1", port: int = 0, on_listening: Any = None
+) -> None:
+    """Run `server.serve` on a fresh event loop (uvloop's when installed) until it ends."""
     try:
         import uvloop
 
@@ -368,4 +382,3 @@ def run_server(
     except ImportError:
         pass
     asyncio.run(server.serve(bind, port, on_listening))
-    return server

@@ -95,6 +95,42 @@ def serve(
     return proc, port
 
 
+def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`python -m accelrl.cli ARGS` from the repo root, to completion, output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "accelrl.cli", *args],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+class Stream:
+    """A raw bidirectional `Act` stream: send messages or bytes, read ServerMessages."""
+
+    METHOD = "/accelrl.bridge.ActorBridge/Act"
+
+    def __init__(self, channel):
+        from accelrl.bridge import bridge_pb2 as pb
+
+        self._out = queue.Queue()
+        call = channel.stream_stream(
+            self.METHOD, request_serializer=None, response_deserializer=pb.ServerMessage.FromString
+        )
+        self._responses = call(iter(self._out.get, None), timeout=60)
+
+    def send(self, message):
+        self._out.put(message if isinstance(message, bytes) else message.SerializeToString())
+
+    def read(self):
+        return next(self._responses)
+
+    def close(self):
+        self._out.put(None)
+
+
 def actor(port: int, num_envs=4, env="gymnasium:CartPole-v1", extra=()) -> Proc:
     return Proc(
         [

@@ -1,38 +1,15 @@
 """Malformed traffic is refused with INVALID_ARGUMENT; the server keeps serving a good actor."""
 
-import queue
 import time
 
 import grpc
 import numpy as np
 import pytest
-from bridge_helpers import serve
+from bridge_helpers import Stream, serve
 
-from accelrl.bridge import bridge_pb2 as pb
 from accelrl.bridge.codec import EnvSpec, encode_steps, handshake_message
 
-METHOD = "/accelrl.bridge.ActorBridge/Act"
 SPEC = EnvSpec((4,), "float32", num_actions=2)
-
-
-class Stream:
-    """A raw bidirectional stream: send bytes, read ServerMessages one at a time."""
-
-    def __init__(self, channel):
-        self._out = queue.Queue()
-        call = channel.stream_stream(
-            METHOD, request_serializer=None, response_deserializer=pb.ServerMessage.FromString
-        )
-        self._responses = call(iter(self._out.get, None), timeout=60)
-
-    def send(self, message):
-        self._out.put(message if isinstance(message, bytes) else message.SerializeToString())
-
-    def read(self):
-        return next(self._responses)
-
-    def close(self):
-        self._out.put(None)
 
 
 def steps(ids, obs=None, reward=None, final=None, terminated=None):

@@ -2,35 +2,23 @@
 `accelrl eval` evaluates the run."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from bridge_helpers import ENV, ROOT, read_scalars
+from bridge_helpers import read_scalars, run_cli
 
 
 @pytest.mark.slow
 def test_cartpole_through_bridge_reaches_475(tmp_path):
     run = tmp_path / "run"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "accelrl.cli",
-            "train",
-            "cartpole_vtrace_bridge",
-            "--run-dir",
-            str(run),
-            # 150k steps failed once in CI (best 5-window mean 468.9, under xdist load); 200k
-            # reached 500 in 8 of 8 runs here with one or two cores kept busy alongside.
-            "total_env_steps=200000",
-        ],
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    out = run_cli(
+        "train",
+        "cartpole_vtrace_bridge",
+        "--run-dir",
+        str(run),
+        # 150k steps failed once in CI (best 5-window mean 468.9, under xdist load); 200k
+        # reached 500 in 8 of 8 runs here with one or two cores kept busy alongside.
+        "total_env_steps=200000",
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     returns = [value for _, value in read_scalars(run)["charts/episodic_return"]]
@@ -40,14 +28,7 @@ def test_cartpole_through_bridge_reaches_475(tmp_path):
     assert "listening on 127.0.0.1:" in out.stdout
     assert (run / "checkpoints").exists()
     # `accelrl eval` on the bridge run: the saved policy's mode on CartPole-v1, in-process
-    evaluated = subprocess.run(
-        [sys.executable, "-m", "accelrl.cli", "eval", str(run), "--episodes", "4"],
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    evaluated = run_cli("eval", str(run), "--episodes", "4", timeout=300)
     assert evaluated.returncode == 0, evaluated.stdout[-2000:] + evaluated.stderr[-2000:]
     report = json.loads((run / "eval.json").read_text())
     # The final policy of an asynchronous run is not deterministic: its greedy play ranged from

@@ -4,12 +4,10 @@ Shrunk by overrides (sequences, replay, batch, LSTM) to run in seconds on a CPU;
 actors connect, inference serves them and the learner inserts sequences and updates.
 """
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from bridge_helpers import ENV, ROOT, read_scalars
+from bridge_helpers import read_scalars, run_cli
 
 ale_py = pytest.importorskip("ale_py", reason="needs ale-py for Atari actors")
 if not (Path(ale_py.__file__).parent / "roms" / "pong.bin").exists():
@@ -37,23 +35,7 @@ SMALL = [
 
 def test_pong_r2d2_preset_acts_and_learns(tmp_path):
     run = tmp_path / "run"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "accelrl.cli",
-            "train",
-            "pong_r2d2_bridge",
-            "--run-dir",
-            str(run),
-            *SMALL,
-        ],
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    out = run_cli("train", "pong_r2d2_bridge", "--run-dir", str(run), *SMALL)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "gymnasium:ALE/Pong-v5" in out.stdout and "agent obs [84, 84, 4]" in out.stdout
     scalars = read_scalars(run)

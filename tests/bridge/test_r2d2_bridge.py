@@ -4,22 +4,14 @@ then `accelrl eval` on the run directory and `--resume` from its checkpoint (rep
 import json
 import re
 import subprocess
-import sys
 
 import numpy as np
 import pytest
-from bridge_helpers import ENV, ROOT, read_scalars
+from bridge_helpers import read_scalars, run_cli
 
 
-def accelrl(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    out = subprocess.run(
-        [sys.executable, "-m", "accelrl.cli", *args],
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def accelrl(*args: str) -> subprocess.CompletedProcess:
+    out = run_cli(*args)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return out
 

@@ -1,0 +1,143 @@
+"""An actor of someone else's: written from bridge.proto and docs/bridge-protocol.md alone (raw
+messages, none of accelrl's codec), for an env the server cannot build, whose spec (float64
+observations, a continuous action box) the learner's config declares."""
+
+import grpc
+import numpy as np
+import pytest
+from bridge_helpers import Stream, run_cli, serve
+
+from accelrl.bridge import bridge_pb2 as pb
+from accelrl.bridge.run_setup import server_spec
+from accelrl.config import ConfigError, apply_overrides
+from configs import load_preset
+
+LOW, HIGH = [-1.0, -2.0], [1.0, 0.5]
+DECLARED = [
+    "bridge.env=robot:Arm",  # a label here: nothing on the server imports it
+    "bridge.observation_shape=[3]",
+    "bridge.observation_dtype=float64",
+    f"bridge.action_low={LOW}",
+    f"bridge.action_high={HIGH}",
+]
+
+
+def tensor(array: np.ndarray) -> pb.Tensor:
+    array = np.ascontiguousarray(array)
+    return pb.Tensor(
+        dtype=array.dtype.name,
+        shape=array.shape,
+        data=array.astype("<" + array.dtype.str[1:]).tobytes(),
+    )
+
+
+def handshake(high=HIGH) -> pb.ActorMessage:
+    return pb.ActorMessage(
+        handshake=pb.Handshake(
+            env_id="robot:Arm",
+            observation_dtype="float64",
+            observation_shape=[3],
+            num_actions=0,
+            action_low=LOW,
+            action_high=high,
+            num_envs=2,
+            actor_name="foreign",
+        )
+    )
+
+
+def test_foreign_actor_with_declared_continuous_spec(tmp_path):
+    proc, port = serve(tmp_path / "run", "total_env_steps=100000000", *DECLARED)
+    rng = np.random.default_rng(0)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            mismatch = Stream(channel)
+            mismatch.send(handshake(high=[1.0, 1.0]))
+            with pytest.raises(grpc.RpcError) as refused:
+                mismatch.read()
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "env spec mismatch" in refused.value.details()
+
+            stream = Stream(channel)
+            stream.send(handshake())
+            reply = stream.read().handshake_reply
+            ids = list(reply.env_ids)
+            assert len(ids) == 2 and reply.max_message_bytes > 0
+            actions = []
+            for t in range(30):
+                terminated = np.array([t % 7 == 6, False])  # env 0's episodes end every 7 steps
+                final = rng.normal(size=(int(terminated.sum()), 3))
+                steps = pb.Steps(
+                    env_ids=ids,
+                    observation=tensor(rng.normal(size=(2, 3))),
+                    reward=tensor(rng.normal(size=2).astype(np.float32)),
+                    terminated=tensor(terminated),
+                    truncated=tensor(np.zeros(2, bool)),
+                    final_observation=tensor(final),
+                )
+                stream.send(pb.ActorMessage(steps=steps))
+                answer = stream.read().actions
+                assert answer.action.dtype == "float32" and list(answer.action.shape) == [2, 2]
+                actions.append(np.frombuffer(answer.action.data, "<f4").reshape(2, 2))
+                assert not answer.done and answer.policy_version >= 0
+            stream.close()
+        actions = np.stack(actions)
+        assert np.all(actions >= LOW) and np.all(actions <= HIGH)
+        assert actions.std(axis=0).min() > 0.01  # sampled, not a constant
+        assert proc.alive()
+    finally:
+        proc.kill()
+
+
+@pytest.mark.parametrize(
+    "overrides, fragment",
+    [
+        (["bridge.observation_shape=[3]"], "declare the actions"),
+        (
+            ["bridge.observation_shape=[3]", "bridge.num_actions=2", "bridge.action_low=[0]"],
+            "not both",
+        ),
+        (
+            ["bridge.observation_shape=[3]", "bridge.action_low=[1]", "bridge.action_high=[0]"],
+            "low < high",
+        ),
+        (
+            [
+                "bridge.observation_shape=[3]",
+                "bridge.num_actions=2",
+                "bridge.observation_dtype=str",
+            ],
+            "str",
+        ),
+        (["bridge.num_actions=3"], "read only with bridge.observation_shape"),
+    ],
+)
+def test_bad_declared_spec_is_a_config_error(overrides, fragment):
+    config = apply_overrides(load_preset("cartpole_vtrace_bridge"), overrides)
+    with pytest.raises(ConfigError, match=fragment):
+        server_spec(config)
+
+
+def test_declared_discrete_spec():
+    config = apply_overrides(
+        load_preset("cartpole_vtrace_bridge"),
+        [
+            "bridge.observation_shape=[84,84]",
+            "bridge.observation_dtype=uint8",
+            "bridge.num_actions=6",
+        ],
+    )
+    spec = server_spec(config)
+    assert spec.observation_shape == (84, 84) and spec.observation_dtype == "uint8"
+    assert spec.num_actions == 6 and spec.discrete
+
+
+def test_local_actors_that_cannot_build_the_env_stop_the_run(tmp_path):
+    # `accelrl train` starts local actors; with a spec declared for an env they cannot build,
+    # each fails at start-up. The run stops with an error (exit 1) instead of restarting them
+    # forever.
+    run = ["train", "cartpole_vtrace_bridge", "--run-dir", str(tmp_path / "run"), *DECLARED]
+    out = run_cli(*run, timeout=300)
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "unknown env family 'robot'" in out.stderr
+    assert "local actor 0 exited with status 1" in out.stderr and "3 times in a row" in out.stderr
