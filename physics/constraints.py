@@ -11,6 +11,10 @@ convex primal cost (MuJoCo's "Newton" solver problem)
 
 for inequality rows (joint limits, frictionless contacts and the edges of MuJoCo's default
 pyramidal friction cone), and the row forces are efc_force_i = -D_i min(J_i qacc - aref_i, 0).
+Friction-loss rows (dry friction on a dof, force bounded by +-frictionloss) add MuJoCo's Huber
+cost instead: quadratic while |D_i jar_i| < frictionloss, linear beyond. Both are one rule: a
+row's force is -D_i jar_i clipped to its bounds [lo_i, hi_i] ([0, inf) for inequalities,
+[-f, f] for friction loss), and its cost is the integral of -force over jar.
 
 :func:`solve` minimizes f with a FIXED number of Newton steps (H = M + J^T diag(D active) J,
 a dense Cholesky solve, nv is small), each followed by an exact line search on the piecewise
@@ -34,6 +38,31 @@ MINVAL = 1e-15  # mjMINVAL
 DEFAULT_SOLREF = (0.02, 1.0)  # (timeconst, dampratio)
 DEFAULT_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)  # (dmin, dmax, width, midpoint, power)
 NEWTON_ITERATIONS = 6  # Newton steps of solve(); MuJoCo's optimum is reached in 3-4
+
+
+Bounds = tuple[jax.Array, jax.Array]  # per-row force bounds (lo [n], hi [n]), lo <= 0 <= hi
+
+
+def _clipped_jar(jar: jax.Array, R: jax.Array, bounds: Bounds | None) -> jax.Array:
+    """jar clipped to the rows' unsaturated range: there the force is -D jar."""
+    if bounds is None:
+        return jnp.minimum(jar, 0.0)
+    lo, hi = bounds
+    return jnp.clip(jar, -hi * R, -lo * R)
+
+
+def _unsaturated(jar: jax.Array, R: jax.Array, bounds: Bounds | None) -> jax.Array:
+    """Rows whose force is -D jar (not at a bound): those that enter the Hessian."""
+    if bounds is None:
+        return jar < 0.0
+    lo, hi = bounds
+    return (jar > -hi * R) & (jar < -lo * R)
+
+
+def row_cost(jar: jax.Array, D: jax.Array, R: jax.Array, bounds: Bounds | None) -> jax.Array:
+    """Sum of the rows' costs: 1/2 D y^2 + D y (jar - y), y = jar clipped (see the module)."""
+    y = _clipped_jar(jar, R, bounds)
+    return jnp.sum(D * y * (jar - 0.5 * y))
 
 
 class SolverResult(NamedTuple):
@@ -167,57 +196,74 @@ def soft_rows(
     )
 
 
-def _line_search(
-    jar: jax.Array, jd: jax.Array, D: jax.Array, dMr: jax.Array, dMd: jax.Array
-) -> jax.Array:
-    """Exact minimizer a >= 0 of phi(a) = f(qacc + a step) along a descent direction.
+class _Line(NamedTuple):
+    """The 1-D cost phi(a) = f(qacc + a step) of a line search, through its derivative:
+    phi'(a) = dMr + a dMd + sum_i D_i y_i(a) jd_i, y_i the row's jar_i + a jd_i clipped to
+    where its force is unbounded (piecewise linear and increasing in a)."""
 
-    phi'(a) = dMr + a dMd + sum_i D_i (jar_i + a jd_i) jd_i [jar_i + a jd_i < 0] is piecewise
-    linear and increasing, with breakpoints a_i = -jar_i / jd_i. Evaluating phi' at all of them
-    brackets the root between consecutive breakpoints, where phi' is linear and solved exactly.
+    jar: jax.Array
+    jd: jax.Array
+    D: jax.Array
+    R: jax.Array
+    bounds: Bounds | None
+    dMr: jax.Array
+    dMd: jax.Array
+
+    def derivatives(self, a: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(phi'(a), phi''(a)), the second on the linear piece holding a."""
+        j = self.jar + a * self.jd
+        act = jnp.where(_unsaturated(j, self.R, self.bounds), self.D, 0.0)
+        g = (
+            self.dMr
+            + a * self.dMd
+            + jnp.sum(self.D * _clipped_jar(j, self.R, self.bounds) * self.jd)
+        )
+        return g, self.dMd + jnp.sum(act * self.jd * self.jd)
+
+
+def _line_search(line: _Line) -> jax.Array:
+    """Exact minimizer a >= 0 of phi along a descent direction.
+
+    phi' changes slope where a row's force reaches a bound. Evaluating phi' at all of these
+    breakpoints brackets the root between consecutive ones, where phi' is linear and its root
+    exact.
     """
-    dMd = jnp.maximum(dMd, MINVAL)
+    line = line._replace(dMd=jnp.maximum(line.dMd, MINVAL))
+    jar, jd, R, bounds = line.jar, line.jd, line.R, line.bounds
     nz = jnp.abs(jd) > MINVAL
-    breaks = jnp.maximum(jnp.where(nz, -jar / jnp.where(nz, jd, 1.0), 0.0), 0.0)
-
-    def dphi(a: jax.Array) -> jax.Array:
-        j = jar + a * jd
-        return dMr + a * dMd + jnp.sum(jnp.where(j < 0.0, D, 0.0) * j * jd)
-
-    g = jax.vmap(dphi)(breaks)
+    edges = [jnp.zeros_like(jar)] if bounds is None else [-bounds[1] * R, -bounds[0] * R]
+    breaks = jnp.concatenate(
+        [
+            jnp.where(
+                nz & jnp.isfinite(e),
+                jnp.maximum(
+                    (jnp.where(jnp.isfinite(e), e, 0.0) - jar) / jnp.where(nz, jd, 1.0), 0.0
+                ),
+                0.0,
+            )
+            for e in edges
+        ]
+    )
+    g = jax.vmap(lambda a: line.derivatives(a)[0])(breaks)
     lo = jnp.max(jnp.where(g <= 0.0, breaks, 0.0))
     hi = jnp.min(jnp.where(g > 0.0, breaks, jnp.inf))
     probe = jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), lo + 1.0)  # inside (lo, hi)
-    act = jnp.where(jar + probe * jd < 0.0, D, 0.0)
-    slope = dMd + jnp.sum(act * jd * jd)
-    intercept = dMr + jnp.sum(act * jar * jd)  # phi'(a) = intercept + a slope on (lo, hi)
-    return jnp.maximum(-intercept / slope, 0.0)
+    g_probe, slope = line.derivatives(probe)  # phi' is linear on (lo, hi)
+    return jnp.maximum(probe - g_probe / slope, 0.0)
 
 
-def _line_search_newton(
-    jar: jax.Array,
-    jd: jax.Array,
-    D: jax.Array,
-    dMr: jax.Array,
-    dMd: jax.Array,
-    steps: int = 6,
-) -> jax.Array:
+def _line_search_newton(line: _Line, steps: int = 6) -> jax.Array:
     """Minimizer a >= 0 of phi along a descent direction in O(nc) per step (not O(nc^2)).
 
     Safeguarded 1-D Newton on the piecewise linear, increasing phi'(a): each step jumps to the
     root of phi' on the current linear piece (exact once the piece holding the root is hit),
     falling back to bisection of the bracket [lo, hi] (phi'(lo) <= 0 < phi'(hi)).
     """
-    dMd = jnp.maximum(dMd, MINVAL)
-
-    def derivs(a: jax.Array) -> tuple[jax.Array, jax.Array]:
-        j = jar + a * jd
-        act = jnp.where(j < 0.0, D, 0.0)
-        return dMr + a * dMd + jnp.sum(act * j * jd), dMd + jnp.sum(act * jd * jd)
+    line = line._replace(dMd=jnp.maximum(line.dMd, MINVAL))
 
     def body(_: int, carry: tuple) -> tuple:
         a, lo, hi = carry
-        g, h = derivs(a)
+        g, h = line.derivatives(a)
         lo = jnp.where(g <= 0.0, jnp.maximum(lo, a), lo)
         hi = jnp.where(g > 0.0, jnp.minimum(hi, a), hi)
         nxt = a - g / h
@@ -225,9 +271,9 @@ def _line_search_newton(
         bisect = jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), 2.0 * lo + 1.0)
         return jnp.where(inside, nxt, bisect), lo, hi
 
-    zero = jnp.zeros_like(dMr)
+    zero = jnp.zeros_like(line.dMr)
     a, lo, hi = jax.lax.fori_loop(
-        0, steps, body, (zero, zero, jnp.full_like(dMr, jnp.inf)), unroll=True
+        0, steps, body, (zero, zero, jnp.full_like(line.dMr, jnp.inf)), unroll=True
     )
     return jnp.clip(a, lo, hi)
 
@@ -262,8 +308,9 @@ def solve(
     iterations: int = NEWTON_ITERATIONS,
     line_search: str = "exact",
     unit_rows: UnitRows | None = None,
+    bounds: Bounds | None = None,
 ) -> SolverResult:
-    """Constrained acceleration and forces of inequality rows (fixed-count Newton).
+    """Constrained acceleration and row forces (fixed-count Newton).
 
     M [nv, nv] mass matrix, qacc_smooth [nv] = M^-1 (qfrc_smooth), J [nc, nv], aref [nc],
     R [nc], mask [nc] (False rows, e.g. contacts with dist >= margin, carry no force).
@@ -273,6 +320,7 @@ def solve(
     ``unit_rows`` (static numpy (dof, sign), e.g. joint limits) are rows sign * e_dof placed
     before those of ``J``: aref, R, mask and efc_force then cover them first; their products
     are a constant matrix product (shared by all worlds) and a diagonal term of H.
+    ``bounds`` (lo, hi) per row bound its force (default: inequality rows, [0, inf)).
 
     Each Newton step costs one J x, one J^T f, one J^T D J and a Cholesky of H: J qacc - aref
     and M (qacc - qacc_smooth) are carried and updated along the step, not recomputed.
@@ -288,8 +336,8 @@ def solve(
 
     def newton(_: int, carry: tuple) -> tuple:
         qacc, jar, resid = carry
-        grad = resid + rows_t(D * jnp.minimum(jar, 0.0))
-        act = jnp.where(jar < 0.0, D, 0.0)
+        grad = resid + rows_t(D * _clipped_jar(jar, R, bounds))
+        act = jnp.where(_unsaturated(jar, R, bounds), D, 0.0)
         # J^T diag(act) J as a broadcast product and sum: XLA:CPU fuses it across worlds
         H = (
             M
@@ -298,10 +346,10 @@ def solve(
         )
         step = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), grad)
         jd, m_step = row_values(J, unit_rows, step), M @ step
-        alpha = search(jar, jd, D, step @ resid, step @ m_step)
+        alpha = search(_Line(jar, jd, D, R, bounds, step @ resid, step @ m_step))
         return qacc + alpha * step, jar + alpha * jd, resid + alpha * m_step
 
     init = (x0, row_values(J, unit_rows, x0) - aref, M @ (x0 - qacc_smooth))
     qacc, jar, _ = jax.lax.fori_loop(0, iterations, newton, init)
-    force = -D * jnp.minimum(jar, 0.0)
+    force = -D * _clipped_jar(jar, R, bounds)
     return SolverResult(qacc, rows_t(force), force)

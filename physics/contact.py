@@ -46,7 +46,9 @@ from physics.system import JNT_BALL, JNT_HINGE, JNT_SLIDE, System, Topology
 # the count (Ant: 8 steps run at about 0.7 of 4's speed).
 NEWTON_STEPS = 8
 # "newton": O(rows) per step; "exact" (closed form) is O(rows^2), which dominated the step
-# (ant has 116 rows, mostly masked).
+# (ant has 116 rows, mostly masked). Models with friction loss use "exact": its rows bend the
+# 1-D cost twice each, and 6 safeguarded Newton steps then often stop short of the minimum
+# (measured: 8 of 200 random searches off, and trajectories that left MuJoCo's).
 LINE_SEARCH = "newton"
 
 
@@ -149,6 +151,7 @@ class _Layout:
     lim_jnt: np.ndarray  # [nlim] limited hinge/slide joints
     lim_qadr: np.ndarray
     lim_dadr: np.ndarray
+    fric_dof: np.ndarray  # [nfric] dofs with friction loss (a bounded-force row each)
 
     @property
     def ncon(self) -> int:
@@ -157,6 +160,10 @@ class _Layout:
     @property
     def nlim(self) -> int:
         return len(self.lim_jnt)
+
+    @property
+    def nfric(self) -> int:
+        return len(self.fric_dof)
 
 
 def _layout(sys: System) -> _Layout:
@@ -202,6 +209,9 @@ def _layout(sys: System) -> _Layout:
         lim_jnt=lim,
         lim_qadr=topo.jnt_qposadr[lim],
         lim_dadr=topo.jnt_dofadr[lim],
+        fric_dof=np.zeros(0, np.int32)
+        if sys.disable_frictionloss
+        else np.asarray(sys.dof_friction, np.int32),
     )
 
 
@@ -346,19 +356,30 @@ def _collide_all(
 def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
     """Constraint rows: (J, unit rows, pos - margin, mask, diag, solref, solimp, contact extras).
 
-    Joint-limit rows are unit rows (see :func:`physics.constraints.solve`), not part of J.
+    Friction-loss rows (one per dof with friction loss: position 0, always on) and joint-limit
+    rows are unit rows (see :func:`physics.constraints.solve`), in that order, not part of J.
     """
     kin, nv = state.kin, sys.nv
     Js, poss, masks, diags, refs, imps = [], [], [], [], [], []
     contact = None
-    unit_rows = None
+    unit_dofs, unit_signs = [], []
+    if lay.nfric:
+        dof = lay.fric_dof
+        unit_dofs.append(dof)
+        unit_signs.append(np.ones(lay.nfric))
+        poss.append(jnp.zeros(lay.nfric, state.qd.dtype))
+        masks.append(jnp.ones(lay.nfric, bool))
+        diags.append(sys.dof_invweight0[dof])
+        refs.append(sys.dof_solref[dof])
+        imps.append(sys.dof_solimp[dof])
     if lay.nlim:
         lo, hi = sys.jnt_range[lay.lim_jnt, 0], sys.jnt_range[lay.lim_jnt, 1]
         q = state.q[lay.lim_qadr]
         margin = sys.jnt_margin[lay.lim_jnt]
         pos = jnp.concatenate([q - lo, hi - q])
         margin2 = jnp.concatenate([margin, margin])
-        unit_rows = (np.tile(lay.lim_dadr, 2), np.repeat([1.0, -1.0], lay.nlim))
+        unit_dofs.append(np.tile(lay.lim_dadr, 2))
+        unit_signs.append(np.repeat([1.0, -1.0], lay.nlim))
         poss.append(pos - margin2)
         masks.append(pos < margin2)
         diags.append(jnp.tile(sys.dof_invweight0[lay.lim_dadr], 2))
@@ -396,6 +417,7 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         contact = (c._replace(pos=cpos), mu_s, c1, active, sel)
     cat = jnp.concatenate
     J = cat(Js) if Js else jnp.zeros((0, nv), state.qd.dtype)
+    unit_rows = (np.concatenate(unit_dofs), np.concatenate(unit_signs)) if unit_dofs else None
     return J, unit_rows, cat(poss), cat(masks), cat(diags), cat(refs), cat(imps), contact
 
 
@@ -418,11 +440,13 @@ def _cost(
     unit_rows: con.UnitRows | None,
     aref: jax.Array,
     D: jax.Array,
+    R: jax.Array,
+    bounds: con.Bounds | None,
     qacc: jax.Array,
 ) -> jax.Array:
     dq = qacc - qacc_smooth
-    jar = jnp.minimum(con.row_values(J, unit_rows, qacc) - aref, 0.0)
-    return 0.5 * dq @ M @ dq + 0.5 * jnp.sum(D * jar * jar)
+    jar = con.row_values(J, unit_rows, qacc) - aref
+    return 0.5 * dq @ M @ dq + con.row_cost(jar, D, R, bounds)
 
 
 def solve_constraints(
@@ -437,7 +461,7 @@ def solve_constraints(
     nb = sys.nbody
     qacc_smooth = jsl.cho_solve(jsl.cho_factor(mass), qfrc_smooth)
     empty = empty_contact(sys, dtype)
-    if lay.nlim == 0 and lay.ncon == 0:
+    if lay.nfric == 0 and lay.nlim == 0 and lay.ncon == 0:
         return ConstraintResult(
             jnp.zeros_like(qfrc_smooth), qacc_smooth, empty, jnp.zeros((nb, 6), dtype)
         )
@@ -445,9 +469,15 @@ def solve_constraints(
     vel = con.row_values(J, unit, state.qd)
     aref, R = con.soft_rows(pos, vel, diag, solref, solimp, sys.timestep)
     D = jnp.where(mask, 1.0 / R, 0.0)
+    bounds = None
+    if lay.nfric:  # friction loss: |force| <= frictionloss; the others: force >= 0
+        nrest = len(aref) - lay.nfric
+        floss = sys.dof_frictionloss[lay.fric_dof]
+        zeros = jnp.zeros(nrest, floss.dtype)
+        bounds = (jnp.concatenate([-floss, zeros]), jnp.concatenate([floss, zeros + jnp.inf]))
     warm = state.qacc
-    use_warm = _cost(mass, qacc_smooth, J, unit, aref, D, warm) < _cost(
-        mass, qacc_smooth, J, unit, aref, D, qacc_smooth
+    use_warm = _cost(mass, qacc_smooth, J, unit, aref, D, R, bounds, warm) < _cost(
+        mass, qacc_smooth, J, unit, aref, D, R, bounds, qacc_smooth
     )
     x0 = jnp.where(use_warm, warm, qacc_smooth)
     res = con.solve(
@@ -459,13 +489,14 @@ def solve_constraints(
         mask,
         qacc_init=x0,
         iterations=sys.newton_steps,
-        line_search=LINE_SEARCH,
+        line_search=LINE_SEARCH if bounds is None else "exact",
         unit_rows=unit,
+        bounds=bounds,
     )
     if contact is None:
         return ConstraintResult(res.qfrc_constraint, res.qacc, empty, jnp.zeros((nb, 6), dtype))
     c, mu_s, c1, active, sel = contact  # mu_s, c1: of the solved slots `sel`
-    f = res.efc_force[2 * lay.nlim :].reshape(len(sel), 4)
+    f = res.efc_force[lay.nfric + 2 * lay.nlim :].reshape(len(sel), 4)
     local = jax.vmap(con.pyramid_force)(f, mu_s)
     if np.any(lay.slot_condim1):  # frictionless: the normal row alone
         local = jnp.where(c1[:, None], f[:, :3] * jnp.array([1.0, 0.0, 0.0]), local)

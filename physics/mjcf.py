@@ -1,13 +1,13 @@
 """MJCF loader: a subset of MuJoCo's XML format -> :class:`physics.system.System`.
 
 Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis), ``inertial`` or inertia from
-geoms and density as MuJoCo computes it, hinge/slide/ball/free joints, plane/sphere/capsule/
-cylinder/box geoms, motor/position/velocity/general (fixed gain, affine bias, no activation)
-actuators on joints or fixed tendons, ``include`` files, ``frame`` elements, ``option``
-timestep/gravity, ``default`` classes with ``childclass``, ``contact/exclude`` and fixed
-tendons without passive forces or limits. Purely
-visual or bookkeeping content (rgba, material, assets, cameras, lights, sites, sensors,
-keyframes, ...) is skipped.
+geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits, damping,
+stiffness, armature, frictionloss), plane/sphere/capsule/cylinder/box geoms,
+motor/position/velocity/general (fixed gain, affine bias, no activation) actuators on joints or
+fixed tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity and flags,
+``default`` classes with ``childclass``, ``contact/exclude`` and fixed tendons without passive
+forces or limits. Purely visual or bookkeeping content (rgba, material, assets, cameras,
+lights, sites, sensors, keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
 so a model never silently behaves differently from MuJoCo.
 
@@ -178,14 +178,14 @@ _FLAG_DEFAULTS = {
 }
 # What each switch this engine honours turns off when disabled.
 _FLAG_EFFECTS = {
-    "constraint": {"contact", "limit"},
+    "constraint": {"contact", "limit", "frictionloss"},
     "contact": {"contact"},
     "limit": {"limit"},
+    "frictionloss": {"frictionloss"},
     "gravity": {"gravity"},
 }
 _FLAGS_WITHOUT_EFFECT = {
     "equality",
-    "frictionloss",
     "warmstart",
     "refsafe",
     "sensor",
@@ -574,8 +574,9 @@ class _Loader:
         if jtype not in _JOINT_TYPES:
             raise self.error(elem, f"unknown joint type {jtype!r}")
         t = _JOINT_TYPES[jtype]
-        if float(a.get("frictionloss", 0)) != 0:
-            raise self.error(elem, "unsupported joint frictionloss")
+        frictionloss = float(a.get("frictionloss", 0))
+        if frictionloss < 0:
+            raise self.error(elem, f"frictionloss must be >= 0, got {frictionloss}")
         if t in (S.JNT_FREE, S.JNT_BALL) and float(a.get("stiffness", 0)) != 0:
             raise self.error(elem, f"unsupported stiffness on a {jtype} joint")
         if t == S.JNT_FREE and self.bodies[bid]["parent"] != 0:
@@ -590,6 +591,7 @@ class _Loader:
         if np.linalg.norm(axis) < 1e-10:
             raise self.error(elem, "joint axis is zero")
         solimp = self.get_floats(elem, a, "solimplimit", [0.9, 0.95, 0.001, 0.5, 2.0])
+        solimp_friction = self.get_floats(elem, a, "solimpfriction", [0.9, 0.95, 0.001, 0.5, 2.0])
         self.joints.append(
             {
                 "elem": elem,
@@ -603,6 +605,11 @@ class _Loader:
                 "margin": float(a.get("margin", 0)),
                 "solref": self.get_floats(elem, a, "solreflimit", [0.02, 1.0], 2),
                 "solimp": np.concatenate([solimp, [0.9, 0.95, 0.001, 0.5, 2.0][len(solimp) :]]),
+                "frictionloss": frictionloss,
+                "solref_friction": self.get_floats(elem, a, "solreffriction", [0.02, 1.0], 2),
+                "solimp_friction": np.concatenate(
+                    [solimp_friction, [0.9, 0.95, 0.001, 0.5, 2.0][len(solimp_friction) :]]
+                ),
                 "stiffness": float(a.get("stiffness", 0)),
                 "armature": float(a.get("armature", 0)),
                 "damping": float(a.get("damping", 0)),
@@ -936,6 +943,7 @@ class _Loader:
             excl.append((names.index(b1), names.index(b2)))
 
         qpos0, qpos_spring, armature, damping = [], [], [], []
+        frictionloss, solref_friction, solimp_friction = [], [], []
         for j in self.joints:
             t, nv = j["type"], S.JNT_NV[j["type"]]
             if t == S.JNT_FREE:
@@ -950,6 +958,9 @@ class _Loader:
             qpos_spring += qs
             armature += [j["armature"]] * nv
             damping += [j["damping"]] * nv
+            frictionloss += [j["frictionloss"]] * nv
+            solref_friction += [j["solref_friction"]] * nv
+            solimp_friction += [j["solimp_friction"]] * nv
 
         f32 = lambda x, shape=None: jnp.asarray(  # noqa: E731
             np.asarray(x, np.float64).reshape(shape) if shape else x, jnp.float32
@@ -975,6 +986,9 @@ class _Loader:
             jnt_stiffness=jf("stiffness", ()),
             dof_armature=f32(armature, (len(armature),)),
             dof_damping=f32(damping, (len(damping),)),
+            dof_frictionloss=f32(frictionloss, (len(frictionloss),)),
+            dof_solref=f32(solref_friction, (len(solref_friction), 2)),
+            dof_solimp=f32(solimp_friction, (len(solimp_friction), 5)),
             qpos0=f32(qpos0, (len(qpos0),)),
             qpos_spring=f32(qpos_spring, (len(qpos_spring),)),
             geom_size=gf("size", (3,)),
@@ -1010,6 +1024,8 @@ class _Loader:
             solver_iterations=self.iterations,
             disable_contact="contact" in self.disabled,
             disable_limit="limit" in self.disabled,
+            disable_frictionloss="frictionloss" in self.disabled,
+            dof_friction=tuple(i for i, x in enumerate(frictionloss) if x > 0),
             cone=self.cone,
             impratio=self.impratio,
             contact_pairs=contact.contact_pairs(

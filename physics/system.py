@@ -167,6 +167,9 @@ class System:
     jnt_stiffness: jax.Array  # [njnt]
     dof_armature: jax.Array  # [nv]
     dof_damping: jax.Array  # [nv]
+    dof_frictionloss: jax.Array  # [nv] dry friction: |force| <= frictionloss (a constraint row)
+    dof_solref: jax.Array  # [nv, 2] solreffriction
+    dof_solimp: jax.Array  # [nv, 5] solimpfriction
     qpos0: jax.Array  # [nq] reference configuration (joint ref; free body pose)
     qpos_spring: jax.Array  # [nq] spring rest configuration (springref)
     # geoms
@@ -209,6 +212,8 @@ class System:
     contact_pairs: tuple[tuple[int, int], ...] = _static(default=())  # candidate geom pairs
     disable_contact: bool = _static(default=False)  # MuJoCo's mjDSBL_CONTACT
     disable_limit: bool = _static(default=False)  # MuJoCo's mjDSBL_LIMIT
+    disable_frictionloss: bool = _static(default=False)  # MuJoCo's mjDSBL_FRICTIONLOSS
+    dof_friction: tuple[int, ...] = _static(default=())  # dofs with frictionloss > 0
     solver_iterations: int = _static(default=100)  # <option iterations>: hint for the solver
     cone: str = _static(default="pyramidal")
     impratio: float = _static(default=1.0)

@@ -245,3 +245,36 @@ def test_invweight0_matches_mujoco():
     group = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 5])
     ours = con.dof_invweight0(jnp.asarray(M), jnp.asarray(group), 6)
     np.testing.assert_allclose(ours, m.dof_invweight0, rtol=1e-4)
+
+
+def test_exact_line_search_finds_the_minimum_with_force_bounds():
+    # 200 random 1-D problems mixing inequality rows ([0, inf)) and friction-loss rows ([-f, f]):
+    # the returned step is where phi' crosses zero (phi' is piecewise linear, increasing).
+    rng = np.random.default_rng(1)
+    n, k = 200, 7
+    jar, jd = rng.normal(size=(n, k)) * 5, rng.normal(size=(n, k)) * 3
+    R = np.exp(rng.normal(size=(n, k)) * 2)
+    f, friction = rng.uniform(0.01, 1, (n, k)), rng.random((n, k)) < 0.5
+    lo, hi = np.where(friction, -f, 0.0), np.where(friction, f, np.inf)
+    dMd = np.abs(rng.normal(size=n)) + 0.1
+
+    def phi_prime(a, jar, jd, R, lo, hi, dMr, dMd):
+        y = np.clip(jar + a * jd, -hi * R, -lo * R)
+        return dMr + a * dMd + np.sum(y / R * jd)
+
+    dMr = -np.abs(rng.normal(size=n)) * 5 - [
+        phi_prime(0, *p, 0, 0) for p in zip(jar, jd, R, lo, hi, strict=True)
+    ]
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+
+    @jax.jit
+    @jax.vmap
+    def search(jar, jd, R, lo, hi, dMr, dMd):
+        return con._line_search(con._Line(jar, jd, 1.0 / R, R, (lo, hi), dMr, dMd))
+
+    alpha = np.asarray(search(*map(f32, (jar, jd, R, lo, hi, dMr, dMd))))
+    for i, a in enumerate(alpha):
+        args = (jar[i], jd[i], R[i], lo[i], hi[i], dMr[i], dMd[i])
+        scale = np.abs(dMr[i]) + 1
+        assert phi_prime(a * (1 - 1e-4) - 1e-6, *args) <= 1e-4 * scale
+        assert phi_prime(a * (1 + 1e-4) + 1e-6, *args) >= -1e-4 * scale

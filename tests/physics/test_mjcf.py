@@ -131,7 +131,7 @@ def test_defaults_childclass_orientations_match_mujoco():
         ('<body><joint/><geom size="1"/><composite/></body>', "unsupported element <composite>"),
         ('<body><joint/><geom size="1" fluidshape="ellipsoid"/></body>', "fluidshape"),
         ('<body><joint/><geom type="mesh" size="1"/></body>', "unsupported geom type 'mesh'"),
-        ('<body><joint frictionloss="1"/><geom size="1"/></body>', "frictionloss"),
+        ('<body><joint frictionloss="-1"/><geom size="1"/></body>', "frictionloss must be >= 0"),
         ('<body><joint limited="true"/><geom size="1"/></body>', "range"),
         ('<body childclass="nope"><joint/><geom size="1"/></body>', "unknown"),
     ],
@@ -238,17 +238,21 @@ FLAGS_XML = """
 
 
 @pytest.mark.parametrize(
-    "flags, contact, limit, gravity",
+    "flags, contact, limit, friction, gravity",
     [
-        ('contact="disable"', False, True, True),
-        ('limit="disable" energy="enable"', True, False, True),
-        ('constraint="disable"', False, False, True),
-        ('gravity="disable" contact="enable"', True, True, False),
+        ('contact="disable"', False, True, True, True),
+        ('limit="disable" energy="enable"', True, False, True, True),
+        ('frictionloss="disable"', True, True, False, True),
+        ('constraint="disable"', False, False, False, True),
+        ('gravity="disable" contact="enable"', True, True, True, False),
     ],
 )
-def test_option_flags_switch_contacts_limits_and_gravity(flags, contact, limit, gravity):
+def test_option_flags_switch_contacts_limits_friction_and_gravity(
+    flags, contact, limit, friction, gravity
+):
     sys = physics.load_mjcf(FLAGS_XML.format(flags=flags))
-    assert (sys.disable_contact, sys.disable_limit) == (not contact, not limit)
+    switches = (sys.disable_contact, sys.disable_limit, sys.disable_frictionloss)
+    assert switches == (not contact, not limit, not friction)
     assert float(np.abs(np.asarray(sys.gravity)).max()) == pytest.approx(9.81 if gravity else 0)
 
 
