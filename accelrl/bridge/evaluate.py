@@ -17,7 +17,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from accelrl.bridge.envs import make_env
+from accelrl.bridge.envs import UnsupportedEnv, make_env
 from accelrl.bridge.run_setup import make_learner, server_spec
 from accelrl.bridge.slots import SlotTable
 from accelrl.checkpoint import Checkpointer
@@ -83,6 +83,13 @@ def evaluate_bridge_run(
     """Evaluate the latest checkpoint of bridge run `run_dir`; writes `run_dir/eval.json`."""
     if render is not None:
         raise ConfigError("--render draws fused MJCF envs; this is a bridge run")
+    try:  # the episodes run here, in this process: the env must be one it can build
+        make_env(config.bridge.env, config.bridge.sticky_actions).close()
+    except UnsupportedEnv as error:
+        raise ConfigError(
+            f"bridge.env {config.bridge.env!r}: accelrl eval steps the env in this process and "
+            f"cannot build it ({error}); evaluate with actors of your own"
+        ) from None
     learner = make_learner(config, server_spec(config))
     checkpointer = Checkpointer(Path(run_dir) / "checkpoints")
     try:

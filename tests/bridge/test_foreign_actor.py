@@ -9,7 +9,7 @@ from bridge_helpers import Stream, run_cli, serve
 
 from accelrl.bridge import bridge_pb2 as pb
 from accelrl.bridge.run_setup import server_spec
-from accelrl.config import ConfigError, apply_overrides
+from accelrl.config import ConfigError, apply_overrides, save_config
 from configs import load_preset
 
 LOW, HIGH = [-1.0, -2.0], [1.0, 0.5]
@@ -141,3 +141,13 @@ def test_local_actors_that_cannot_build_the_env_stop_the_run(tmp_path):
     assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
     assert "unknown env family 'robot'" in out.stderr
     assert "local actor 0 exited with status 1" in out.stderr and "3 times in a row" in out.stderr
+
+
+def test_eval_of_a_run_whose_env_only_actors_build_names_the_env(tmp_path):
+    save_config(
+        apply_overrides(load_preset("cartpole_vtrace_bridge"), DECLARED), tmp_path / "config.yaml"
+    )
+    out = run_cli("eval", str(tmp_path), "--episodes", "2", timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "bridge.env 'robot:Arm': accelrl eval steps the env in this process" in out.stderr
+    assert "Traceback" not in out.stderr
