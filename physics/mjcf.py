@@ -5,9 +5,9 @@ geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits, d
 stiffness, armature, frictionloss), plane/sphere/capsule/cylinder/box geoms,
 motor/position/velocity/general (fixed gain, affine bias, no activation) actuators on joints or
 fixed tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity and flags,
-``default`` classes with ``childclass``, ``contact/exclude`` and fixed tendons without passive
-forces or limits. Purely visual or bookkeeping content (rgba, material, assets, cameras,
-lights, sites, sensors, keyframes, ...) is skipped.
+``default`` classes with ``childclass``, ``contact/exclude`` and fixed tendons with springs and
+dampers (no friction loss or limits). Purely visual or bookkeeping content (rgba, material,
+assets, cameras, lights, sites, sensors, keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
 so a model never silently behaves differently from MuJoCo.
 
@@ -297,6 +297,7 @@ class _Loader:
         self.geoms: list[dict] = []
         self.actuators: list[dict] = []
         self.tendons: dict[str, list[tuple[int, float]]] = {}  # fixed: name -> (joint, coef)
+        self.spring_tendons: list[dict] = []  # fixed tendons with a spring or damper
         self.excludes: list[tuple[str, str, ET.Element]] = []
 
     # ---------------------------------------------------------------- errors and attributes
@@ -798,7 +799,8 @@ class _Loader:
 
     def parse_tendons(self) -> None:
         """Fixed tendons: a linear combination of hinge/slide joint positions, which an actuator
-        may drive. Passive tendon forces (stiffness, damping, friction) and limits are refused."""
+        may drive, with an optional spring (stiffness, springlength) and damper. Tendon friction
+        loss and limits are refused."""
         names = [j["name"] for j in self.joints]
         for sec in self.root.iter("tendon"):
             if sec not in list(self.root):
@@ -807,15 +809,14 @@ class _Loader:
                 if t.tag != "fixed":
                     raise self.error(t, f"unsupported tendon <{t.tag}>")
                 a = self.attrs(t, "main")
-                active = [
-                    k for k in ("stiffness", "damping", "frictionloss") if float(a.get(k, 0)) != 0
-                ]
-                if active or self.flag(t, a, "limited", "range" in a):
-                    raise self.error(
-                        t,
-                        "fixed tendons with stiffness, damping, frictionloss or "
-                        "limits are unsupported",
-                    )
+                if float(a.get("frictionloss", 0)) != 0 or self.flag(t, a, "limited", "range" in a):
+                    raise self.error(t, "fixed tendons with frictionloss or limits are unsupported")
+                stiffness, damping = float(a.get("stiffness", 0)), float(a.get("damping", 0))
+                if stiffness < 0 or damping < 0:
+                    raise self.error(t, "tendon stiffness and damping must be >= 0")
+                springlength = self.get_floats(t, a, "springlength", [-1.0])
+                if len(springlength) not in (1, 2):
+                    raise self.error(t, f"springlength needs 1 or 2 values, got {springlength}")
                 pairs = []
                 for j in t:
                     if j.tag != "joint":
@@ -833,6 +834,17 @@ class _Loader:
                     raise self.error(t, "a fixed tendon needs at least one joint")
                 if "name" in a:
                     self.tendons[a["name"]] = pairs
+                if stiffness or damping:
+                    if springlength[0] == -1:  # MuJoCo's default: the length at springref
+                        rest = sum(c * self.joints[j]["springref"] for j, c in pairs)
+                        springlength = [rest]
+                    lo, hi = springlength[0], springlength[-1]
+                    if lo > hi:
+                        raise self.error(t, f"springlength needs lo <= hi, got {springlength}")
+                    self.spring_tendons.append(
+                        {"pairs": tuple(pairs), "stiffness": stiffness, "damping": damping,
+                         "lengthspring": [lo, hi]}
+                    )  # fmt: skip
 
     # ---------------------------------------------------------------- mass properties
     def geom_inertia(self, g: dict) -> tuple[float, np.ndarray]:
@@ -969,6 +981,8 @@ class _Loader:
         jf = lambda k, shape: f32([j[k] for j in self.joints], (nj, *shape))  # noqa: E731
         gf = lambda k, shape: f32([g[k] for g in self.geoms], (ng, *shape))  # noqa: E731
         af = lambda k, shape: f32([u[k] for u in self.actuators], (nu, *shape))  # noqa: E731
+        nt, tendons = len(self.spring_tendons), self.spring_tendons
+        tf = lambda k, shape: f32([t[k] for t in tendons], (nt, *shape))  # noqa: E731
         sys_ = S.System(
             timestep=f32(self.timestep),
             gravity=f32(np.zeros(3) if "gravity" in self.disabled else self.gravity),
@@ -1000,6 +1014,9 @@ class _Loader:
             geom_solref=gf("solref", (2,)),
             geom_solimp=gf("solimp", (5,)),
             geom_solmix=gf("solmix", ()),
+            tendon_stiffness=tf("stiffness", ()),
+            tendon_damping=tf("damping", ()),
+            tendon_lengthspring=tf("lengthspring", (2,)),
             actuator_gear=af("gear", ()),
             actuator_gain=af("gain", ()),
             actuator_bias=af("bias", (3,)),
@@ -1016,6 +1033,7 @@ class _Loader:
             geom_condim=tuple(g["condim"] for g in self.geoms),
             geom_priority=tuple(g["priority"] for g in self.geoms),
             actuator_transmission=tuple(u["transmission"] for u in self.actuators),
+            tendon_transmission=tuple(t["pairs"] for t in self.spring_tendons),
             exclude_pairs=tuple(excl),
             body_names=tuple(names),
             jnt_names=tuple(j["name"] for j in self.joints),

@@ -184,6 +184,11 @@ class System:
     geom_solmix: jax.Array  # [ngeom]
     # actuators on hinge/slide joints or fixed tendons over them:
     # force = gain * ctrl + bias . (1, gear length, gear velocity)
+    # fixed tendons with a spring or damper: force = stiffness * (clip(L, lo, hi) - L)
+    # - damping * dL/dt along the tendon, L = sum(coef q) (lengthspring (lo, hi): a deadband)
+    tendon_stiffness: jax.Array  # [nten]
+    tendon_damping: jax.Array  # [nten]
+    tendon_lengthspring: jax.Array  # [nten, 2]
     actuator_gear: jax.Array  # [nu]
     actuator_gain: jax.Array  # [nu]
     actuator_bias: jax.Array  # [nu, 3]
@@ -204,6 +209,7 @@ class System:
     # per actuator, the (joint, coefficient) pairs of its transmission: ((j, 1.0),) for a
     # joint, a fixed tendon's joints and coefficients for a tendon
     actuator_transmission: tuple[tuple[tuple[int, float], ...], ...] = _static()
+    tendon_transmission: tuple[tuple[tuple[int, float], ...], ...] = _static()
     exclude_pairs: tuple[tuple[int, int], ...] = _static()  # body pairs from <contact><exclude>
     body_names: tuple[str, ...] = _static()
     jnt_names: tuple[str, ...] = _static()

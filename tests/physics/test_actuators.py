@@ -1,6 +1,6 @@
 """Actuators against MuJoCo: motor, position, velocity and general (affine) on hinge and slide
 joints and on fixed tendons, with gears, control and force clipping, inheritrange and class
-defaults."""
+defaults; fixed-tendon springs (with a deadband) and dampers."""
 
 import dataclasses
 
@@ -110,3 +110,56 @@ def test_unsupported_actuators_are_named(actuator, needle):
     with pytest.raises(physics.MJCFError) as err:
         physics.load_mjcf(xml)
     assert needle in str(err.value)
+
+
+TENDON_SPRINGS_XML = """
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <body pos="0 0 1">
+      <joint name="a" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.05"/>
+      <body pos="0.4 0 0">
+        <joint name="b" type="hinge" axis="0 1 0" springref="20"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
+        <body pos="0.3 0 0">
+          <joint name="c" type="slide" axis="1 0 0"/>
+          <geom type="box" size="0.05 0.05 0.05"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <tendon>
+    <fixed stiffness="20" damping="0.5">
+      <joint joint="a" coef="1"/><joint joint="b" coef="-2"/>
+    </fixed>
+    <fixed stiffness="30" springlength="-0.05 0.05"><joint joint="c" coef="1"/></fixed>
+    <fixed damping="0.8"><joint joint="b" coef="1"/><joint joint="c" coef="3"/></fixed>
+  </tendon>
+</mujoco>
+"""
+
+
+def test_tendon_springs_and_dampers_match_mujoco():
+    sys = physics.load_mjcf(TENDON_SPRINGS_XML)
+    m = mujoco.MjModel.from_xml_string(TENDON_SPRINGS_XML)
+    np.testing.assert_allclose(sys.tendon_lengthspring, m.tendon_lengthspring, atol=1e-6)
+    d = mujoco.MjData(m)
+    passive = jax.jit(dynamics.passive_force)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        d.qpos[:], d.qvel[:] = rng.normal(size=m.nq) * 0.3, rng.normal(size=m.nv)
+        mujoco.mj_forward(m, d)
+        np.testing.assert_allclose(
+            passive(sys, d.qpos, d.qvel), d.qfrc_passive, rtol=1e-5, atol=1e-5
+        )
+    # 300 steps from a swing: the springs pull the chain about; MuJoCo's Euler follows
+    mujoco.mj_resetData(m, d)
+    d.qvel[:] = [2.0, -1.0, 0.5]
+    state = jax.jit(physics.step, static_argnames="n_substeps")(
+        sys, physics.init(sys, qd=np.float32(d.qvel)), np.zeros(0), n_substeps=300
+    )
+    for _ in range(300):
+        mujoco.mj_step(m, d)
+    np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=2e-4)
+    np.testing.assert_allclose(np.asarray(state.qd), d.qvel, atol=2e-3)

@@ -147,13 +147,13 @@ def test_unsupported_sections_raise_with_file_name(tmp_path):
     path.write_text('<mujoco><worldbody/><equality><weld body1="a"/></equality></mujoco>')
     with pytest.raises(physics.MJCFError, match=r"m\.xml.*<equality>"):
         physics.load_mjcf(path)
-    stiff_tendon = (
+    rough_tendon = (
         '<mujoco><worldbody><body><joint name="a"/><geom size="1"/></body>'
-        '</worldbody><tendon><fixed stiffness="1"><joint joint="a" coef="1"/>'
+        '</worldbody><tendon><fixed frictionloss="1"><joint joint="a" coef="1"/>'
         "</fixed></tendon></mujoco>"
     )
-    with pytest.raises(physics.MJCFError, match="fixed tendons"):
-        physics.load_mjcf(stiff_tendon)
+    with pytest.raises(physics.MJCFError, match="fixed tendons with frictionloss"):
+        physics.load_mjcf(rough_tendon)
     free_tendon = (
         '<mujoco><worldbody><body><freejoint name="f"/><geom size="1"/></body>'
         '</worldbody><tendon><fixed><joint joint="f"/></fixed></tendon></mujoco>'
