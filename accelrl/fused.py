@@ -9,14 +9,12 @@ XLA averages the gradients (the batch mean becomes an all-reduce), so results ma
 
 from __future__ import annotations
 
-import difflib
 import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,8 +22,8 @@ from flax import struct
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from accelrl.config import ConfigError, TrainConfig
-from accelrl.entry_points import load_entry_point
 from accelrl.envs import Box, Discrete, Environment, TimeStep, make_training_env
+from accelrl.torsos import with_torso
 from agents import (
     ActorCriticAgent,
     BoundedActions,
@@ -35,7 +33,7 @@ from agents import (
     make_optimizer,
 )
 from agents.learner import UpdateMetrics, VTraceLearner
-from agents.torsos import TORSOS, Torso
+from agents.torsos import Torso
 
 
 class TrainState(struct.PyTreeNode):
@@ -95,63 +93,18 @@ def actor_critic(
 ) -> ActorCriticAgent:
     """The actor-critic `config.agent` describes, for these observations and actions."""
     a = config.agent
-    agent = ActorCriticAgent(
-        obs_shape=obs_shape,
-        actions=actions,
-        hidden_sizes=tuple(a.hidden_sizes),
-        activation=a.activation,
-        lstm_size=a.lstm_size,
-        torso=resolve_torso(a.torso, "agent.torso"),
-    )
-    check_user_torso(agent, a.torso, "agent.torso")
-    return agent
 
-
-def resolve_torso(name: str, key: str) -> Torso:
-    """The torso a config's `key` names: a built-in's name as it is, or the user's module.
-
-    `module:attribute` may be a flax.linen Module class (made with its defaults), a Module
-    instance, or a function of no arguments that returns one. Anything else is a ConfigError
-    that names `key`.
-    """
-    if ":" not in name:
-        if name not in TORSOS:
-            close = difflib.get_close_matches(name, TORSOS, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(
-                f"{key}={name!r} is not a torso.{hint} Known: {', '.join(TORSOS)}, "
-                "or module:attribute naming a flax Module of your own"
-            )
-        return name
-    try:
-        torso = load_entry_point(name, key)
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
-    if not isinstance(torso, nn.Module) and callable(torso):
-        try:
-            torso = torso()
-        except TypeError as error:
-            raise ConfigError(
-                f"{key}={name!r}: cannot make it without arguments ({error}); give its "
-                "fields defaults or point to a function that returns the module"
-            ) from None
-    if not isinstance(torso, nn.Module):
-        raise ConfigError(
-            f"{key}={name!r} is of type {type(torso).__name__}, not a flax.linen Module "
-            "(observations [B, ...] -> features [B, F])"
+    def make(torso: Torso) -> ActorCriticAgent:
+        return ActorCriticAgent(
+            obs_shape=obs_shape,
+            actions=actions,
+            hidden_sizes=tuple(a.hidden_sizes),
+            activation=a.activation,
+            lstm_size=a.lstm_size,
+            torso=torso,
         )
-    return torso
 
-
-def check_user_torso(agent: Any, name: str, key: str) -> None:
-    """Initialises `agent` abstractly when its torso is the user's own, so that a torso that
-    fails on the env's observations is a ConfigError naming `key`, raised before a run starts."""
-    if ":" not in name:
-        return
-    try:
-        jax.eval_shape(agent.init, jax.random.PRNGKey(0))
-    except Exception as error:  # the user's code may raise anything
-        raise ConfigError(f"{key}={name!r}: {type(error).__name__}: {error}") from None
+    return with_torso(make, a.torso, "agent.torso")
 
 
 def vtrace_config(config: TrainConfig) -> VTraceConfig:

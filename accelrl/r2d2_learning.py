@@ -15,7 +15,7 @@ import jax.numpy as jnp
 
 from accelrl import replay
 from accelrl.config import TrainConfig
-from accelrl.fused import check_user_torso, resolve_torso
+from accelrl.torsos import with_torso
 from agents import make_optimizer
 from agents.r2d2 import (
     R2D2Agent,
@@ -25,6 +25,7 @@ from agents.r2d2 import (
     Sequences,
     keep_if,
 )
+from agents.torsos import Torso
 
 
 class LearnState(NamedTuple):
@@ -40,17 +41,19 @@ class LearnState(NamedTuple):
 def make_r2d2_agent(config: TrainConfig, obs_shape: tuple[int, ...], num_actions: int) -> R2D2Agent:
     """The Q-network for these observations and actions, shaped by `config.r2d2`."""
     r = config.r2d2
-    agent = R2D2Agent(
-        obs_shape=tuple(obs_shape),
-        num_actions=num_actions,
-        torso_sizes=tuple(r.torso_sizes),
-        lstm_size=r.lstm_size,
-        head_size=r.head_size,
-        recurrent=r.recurrent,
-        torso=resolve_torso(r.torso, "r2d2.torso"),
-    )
-    check_user_torso(agent, r.torso, "r2d2.torso")
-    return agent
+
+    def make(torso: Torso) -> R2D2Agent:
+        return R2D2Agent(
+            obs_shape=tuple(obs_shape),
+            num_actions=num_actions,
+            torso_sizes=tuple(r.torso_sizes),
+            lstm_size=r.lstm_size,
+            head_size=r.head_size,
+            recurrent=r.recurrent,
+            torso=torso,
+        )
+
+    return with_torso(make, r.torso, "r2d2.torso")
 
 
 def loss_config(config: TrainConfig) -> R2D2LossConfig:

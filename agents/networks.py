@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.torsos import Torso, check_torso, is_mlp, torso_features
+from agents.torsos import Torso, is_mlp, torso_features
 
 ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "elu": nn.elu, "silu": nn.silu}
 
@@ -76,7 +76,6 @@ class ActorCritic(nn.Module):
         """Returns `(carry, (dist_params, value [B]))`; the LSTM carry is zeroed where is_first."""
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {self.activation!r}; one of {list(ACTIVATIONS)}")
-        check_torso(self.torso)
         batch = obs.shape[0]
         chex.assert_shape(is_first, (batch,))
         mlp = is_mlp(self.torso)

@@ -33,7 +33,7 @@ import rlax
 from jax.flatten_util import ravel_pytree
 
 from agents.networks import MLP, _dense
-from agents.torsos import Torso, check_torso, is_mlp, torso_features
+from agents.torsos import Torso, is_mlp, torso_features
 
 Carry = Any  # the flax LSTM (c, h) tuple of [B, lstm_size]
 
@@ -63,7 +63,6 @@ class R2D2Network(nn.Module):
     ) -> tuple[Carry, chex.Array]:
         batch = obs.shape[0]
         chex.assert_shape([is_first, prev_action, prev_reward], (batch,))
-        check_torso(self.torso)
         if is_mlp(self.torso):
             flat = obs.reshape(batch, -1).astype(jnp.float32)
             x = MLP(self.torso_sizes, "relu", name="torso")(flat)

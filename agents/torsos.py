@@ -111,14 +111,9 @@ def is_mlp(torso: Torso) -> bool:
     return isinstance(torso, str) and torso == "mlp"
 
 
-def check_torso(torso: Torso) -> None:
-    """Raises ValueError for a name that is not a built-in torso."""
-    if isinstance(torso, str) and torso not in TORSOS:
-        raise ValueError(f"unknown torso {torso!r}; one of {TORSOS} or a flax Module")
-
-
 def torso_features(torso: Torso, obs: chex.Array) -> chex.Array:
-    """float32 features `[B, F]` of a non-MLP torso for observations `[B, ...]`.
+    """float32 features `[B, F]` of a non-MLP torso for observations `[B, ...]` (an unknown
+    torso name is a ValueError).
 
     Call it inside a compact method with the caller's `torso` field: the parameters go under
     "torso" (flax binds a Module-valued field as a submodule of that name). A torso that
@@ -131,7 +126,7 @@ def torso_features(torso: Torso, obs: chex.Array) -> chex.Array:
     elif torso == "impala_cnn":
         module = ImpalaCNN(name="torso")
     else:
-        raise ValueError(f"{torso!r} is not a module torso; one of {TORSOS[1:]} or a flax Module")
+        raise ValueError(f"unknown torso {torso!r}; one of {TORSOS} or a flax Module")
     x = module(obs)
     shape = getattr(x, "shape", None)
     if shape is None or len(shape) != 2 or shape[0] != obs.shape[0]:
