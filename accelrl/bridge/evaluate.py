@@ -26,12 +26,13 @@ from accelrl.evaluate import STEP_CAP, EvalResult, summarize_episodes
 
 
 def run_bridge_episodes(
-    config: TrainConfig, learner: Any, params: Any, episodes: int, seed: int = 0
+    config: TrainConfig, learner: Any, params: Any, envs: list[Any], seed: int = 0
 ) -> EvalResult:
-    """One greedy episode in each of `episodes` fresh envs of `config.bridge.env`."""
+    """One greedy episode in each of `envs`, fresh gymnasium-API envs of `config.bridge.env`
+    (the caller closes them)."""
     b = config.bridge
     spec = learner.spec
-    envs = [make_env(b.env, b.sticky_actions) for _ in range(episodes)]
+    episodes = len(envs)
     action_dtype = np.dtype(spec.action_dtype)
     frames = SlotTable(
         episodes, learner.agent.obs_shape, spec.observation_dtype, b.frame_stack,
@@ -41,37 +42,33 @@ def run_bridge_episodes(
     step = jax.jit(learner.greedy_step)
     key = jax.random.PRNGKey(seed)
     carry = learner.agent.initial_carry(episodes)
-    try:
-        obs = [env.reset(seed=seed * 100_003 + i)[0] for i, env in enumerate(envs)]
-        is_first = np.ones(episodes, bool)
-        prev_action = np.zeros((episodes, *spec.action_shape), action_dtype)
-        prev_reward = np.zeros(episodes, np.float32)
-        returns, lengths = np.zeros(episodes), np.zeros(episodes, np.int64)
-        finished = np.zeros(episodes, bool)
-        for _ in range(STEP_CAP):
-            if finished.all():
-                break
-            batch = np.stack(obs).astype(spec.observation_dtype, copy=False)
-            observation = frames.stack(ids, batch, is_first)
-            frames.pending_obs[ids] = observation
-            inputs = {
-                "observation": observation,
-                "is_first": is_first,
-                "prev_action": prev_action,
-                "prev_reward": prev_reward,
-            }
-            carry, action = step(params, carry, inputs, key)
-            action = np.asarray(action, action_dtype)
-            for i in np.flatnonzero(~finished):
-                obs[i], reward, terminated, truncated, _ = envs[i].step(action[i])
-                returns[i] += reward
-                lengths[i] += 1
-                prev_reward[i] = reward
-                finished[i] = terminated or truncated
-            prev_action, is_first = action, np.zeros(episodes, bool)
-    finally:
-        for env in envs:
-            env.close()
+    obs = [env.reset(seed=seed * 100_003 + i)[0] for i, env in enumerate(envs)]
+    is_first = np.ones(episodes, bool)
+    prev_action = np.zeros((episodes, *spec.action_shape), action_dtype)
+    prev_reward = np.zeros(episodes, np.float32)
+    returns, lengths = np.zeros(episodes), np.zeros(episodes, np.int64)
+    finished = np.zeros(episodes, bool)
+    for _ in range(STEP_CAP):
+        if finished.all():
+            break
+        batch = np.stack(obs).astype(spec.observation_dtype, copy=False)
+        observation = frames.stack(ids, batch, is_first)
+        frames.pending_obs[ids] = observation
+        inputs = {
+            "observation": observation,
+            "is_first": is_first,
+            "prev_action": prev_action,
+            "prev_reward": prev_reward,
+        }
+        carry, action = step(params, carry, inputs, key)
+        action = np.asarray(action, action_dtype)
+        for i in np.flatnonzero(~finished):
+            obs[i], reward, terminated, truncated, _ = envs[i].step(action[i])
+            returns[i] += reward
+            lengths[i] += 1
+            prev_reward[i] = reward
+            finished[i] = terminated or truncated
+        prev_action, is_first = action, np.zeros(episodes, bool)
     if not finished.any():
         raise RuntimeError(f"no episode finished within {STEP_CAP} steps")
     return summarize_episodes(returns, lengths, finished)
@@ -84,19 +81,23 @@ def evaluate_bridge_run(
     if render is not None:
         raise ConfigError("--render draws fused MJCF envs; this is a bridge run")
     try:  # the episodes run here, in this process: the env must be one it can build
-        make_env(config.bridge.env, config.bridge.sticky_actions).close()
+        envs = [make_env(config.bridge.env, config.bridge.sticky_actions) for _ in range(episodes)]
     except UnsupportedEnv as error:
         raise ConfigError(
             f"bridge.env {config.bridge.env!r}: accelrl eval steps the env in this process and "
             f"cannot build it ({error}); evaluate with actors of your own"
         ) from None
-    learner = make_learner(config, server_spec(config))
-    checkpointer = Checkpointer(Path(run_dir) / "checkpoints")
     try:
-        state = checkpointer.restore_latest(learner.init_state(config.seed))
+        learner = make_learner(config, server_spec(config))
+        checkpointer = Checkpointer(Path(run_dir) / "checkpoints")
+        try:
+            state = checkpointer.restore_latest(learner.init_state(config.seed))
+        finally:
+            checkpointer.close()
+        result = run_bridge_episodes(config, learner, state.params, envs, seed)
     finally:
-        checkpointer.close()
-    result = run_bridge_episodes(config, learner, state.params, episodes, seed)
+        for env in envs:
+            env.close()
     result = EvalResult(**{**asdict(result), "checkpoint_iteration": int(state.iteration)})
     (Path(run_dir) / "eval.json").write_text(json.dumps(asdict(result), indent=2))
     return result

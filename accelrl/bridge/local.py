@@ -64,8 +64,8 @@ class LocalActors:
         self,
         config: TrainConfig,
         address: str,
+        on_give_up: Callable[[LocalActorsFailed], None],
         token: str = "",
-        on_give_up: Callable[[LocalActorsFailed], None] | None = None,
     ) -> None:
         self.config = config
         self.address = address
@@ -102,14 +102,13 @@ class LocalActors:
                 quick = code > 0 and time.monotonic() - self.started[i] < QUICK_EXIT_S
                 self.quick_exits[i] = self.quick_exits[i] + 1 if quick else 0
                 if self.quick_exits[i] >= QUICK_EXITS_TO_GIVE_UP:
-                    if self.on_give_up is not None:
-                        self.on_give_up(
-                            LocalActorsFailed(
-                                f"local actor {i} exited with status {code} within "
-                                f"{QUICK_EXIT_S:g} s of starting, {self.quick_exits[i]} times "
-                                "in a row (its message is above); stopping the run"
-                            )
+                    self.on_give_up(
+                        LocalActorsFailed(
+                            f"local actor {i} exited with status {code} within "
+                            f"{QUICK_EXIT_S:g} s of starting, {self.quick_exits[i]} times in a "
+                            "row (its message is above); stopping the run"
                         )
+                    )
                     return
                 self.procs[i] = self._start(i)
                 self.restarts += 1
@@ -150,8 +149,8 @@ def train_bridge(
         actors = LocalActors(
             config,
             f"{host}:{port}",
-            token=config.bridge.token or os.environ.get("ACCELRL_BRIDGE_TOKEN", ""),
             on_give_up=server.abort,
+            token=config.bridge.token or os.environ.get("ACCELRL_BRIDGE_TOKEN", ""),
         )
         holder["actors"] = actors
         actors.start()
