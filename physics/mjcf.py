@@ -29,6 +29,7 @@ from collections.abc import Iterator
 import jax.numpy as jnp
 import numpy as np
 
+from physics import constraints as con
 from physics import contact
 from physics import system as S
 
@@ -341,6 +342,16 @@ class _Loader:
             raise self.error(elem, f"attribute {key!r} needs {n} numbers, got {a[key]!r}")
         return v
 
+    def padded(
+        self, elem: ET.Element, a: dict[str, str], key: str, default: tuple[float, ...]
+    ) -> np.ndarray:
+        """A vector attribute that may give a prefix only, the rest from `default` (as MuJoCo
+        reads friction and solimp)."""
+        v = self.get_floats(elem, a, key, default)
+        if len(v) > len(default):
+            raise self.error(elem, f"attribute {key!r} takes at most {len(default)} numbers")
+        return np.concatenate([v, default[len(v) :]])
+
     def flag(self, elem: ET.Element, a: dict[str, str], key: str, auto: bool) -> bool:
         v = a.get(key, "auto")
         if v not in ("true", "false", "auto"):
@@ -380,7 +391,7 @@ class _Loader:
     def parse_option(self) -> None:
         self.timestep, self.gravity = 0.002, np.array([0.0, 0.0, -9.81])
         self.iterations, self.cone, self.impratio = 100, "pyramidal", 1.0
-        self.disabled: set[str] = set()  # of "contact", "limit", "gravity" (<flag>)
+        self.disabled: set[str] = set()  # features <flag> turns off (_FLAG_EFFECTS values)
         for o in self.root.iter("option"):
             a = dict(o.attrib)
             if set(a) - _KNOWN["option"]:
@@ -414,8 +425,9 @@ class _Loader:
                 )
 
     def parse_flags(self, elem: ET.Element) -> None:
-        """<option><flag>: the switches this engine honours (constraint, contact, limit and
-        gravity off), the ones that change nothing here, and an error for any other."""
+        """<option><flag>: the switches this engine honours (constraint, contact, limit,
+        frictionloss and gravity off), the ones that change nothing here, and an error for any
+        other."""
         for key, value in elem.attrib.items():
             if value not in ("enable", "disable"):
                 raise self.error(elem, f"flag {key}={value!r} must be enable or disable")
@@ -591,8 +603,6 @@ class _Loader:
         axis = self.get_floats(elem, a, "axis", [0.0, 0.0, 1.0], 3)
         if np.linalg.norm(axis) < 1e-10:
             raise self.error(elem, "joint axis is zero")
-        solimp = self.get_floats(elem, a, "solimplimit", [0.9, 0.95, 0.001, 0.5, 2.0])
-        solimp_friction = self.get_floats(elem, a, "solimpfriction", [0.9, 0.95, 0.001, 0.5, 2.0])
         self.joints.append(
             {
                 "elem": elem,
@@ -604,13 +614,13 @@ class _Loader:
                 "range": conv(rng),
                 "limited": bool(limited),
                 "margin": float(a.get("margin", 0)),
-                "solref": self.get_floats(elem, a, "solreflimit", [0.02, 1.0], 2),
-                "solimp": np.concatenate([solimp, [0.9, 0.95, 0.001, 0.5, 2.0][len(solimp) :]]),
+                "solref": self.get_floats(elem, a, "solreflimit", con.DEFAULT_SOLREF, 2),
+                "solimp": self.padded(elem, a, "solimplimit", con.DEFAULT_SOLIMP),
                 "frictionloss": frictionloss,
-                "solref_friction": self.get_floats(elem, a, "solreffriction", [0.02, 1.0], 2),
-                "solimp_friction": np.concatenate(
-                    [solimp_friction, [0.9, 0.95, 0.001, 0.5, 2.0][len(solimp_friction) :]]
+                "solref_friction": self.get_floats(
+                    elem, a, "solreffriction", con.DEFAULT_SOLREF, 2
                 ),
+                "solimp_friction": self.padded(elem, a, "solimpfriction", con.DEFAULT_SOLIMP),
                 "stiffness": float(a.get("stiffness", 0)),
                 "armature": float(a.get("armature", 0)),
                 "damping": float(a.get("damping", 0)),
@@ -656,9 +666,7 @@ class _Loader:
             raise self.error(elem, "plane geoms must belong to the world body")
         size = np.concatenate([size, np.zeros(3)])[:3]
         pos, quat = _in_frame(frame, pos, quat)
-        friction = self.get_floats(elem, a, "friction", [1.0, 0.005, 0.0001])
-        friction = np.concatenate([friction, [1.0, 0.005, 0.0001][len(friction) :]])
-        solimp = self.get_floats(elem, a, "solimp", [0.9, 0.95, 0.001, 0.5, 2.0])
+        friction = self.padded(elem, a, "friction", (1.0, 0.005, 0.0001))
         self.geoms.append(
             {
                 "elem": elem,
@@ -678,8 +686,8 @@ class _Loader:
                 "margin": float(a.get("margin", 0)),
                 "gap": float(a.get("gap", 0)),
                 "solmix": float(a.get("solmix", 1.0)),
-                "solref": self.get_floats(elem, a, "solref", [0.02, 1.0], 2),
-                "solimp": np.concatenate([solimp, [0.9, 0.95, 0.001, 0.5, 2.0][len(solimp) :]]),
+                "solref": self.get_floats(elem, a, "solref", con.DEFAULT_SOLREF, 2),
+                "solimp": self.padded(elem, a, "solimp", con.DEFAULT_SOLIMP),
             }
         )
 
