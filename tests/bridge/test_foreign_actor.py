@@ -2,6 +2,8 @@
 messages, none of accelrl's codec), for an env the server cannot build, whose spec (float64
 observations, a continuous action box) the learner's config declares."""
 
+import re
+
 import grpc
 import numpy as np
 import pytest
@@ -140,7 +142,8 @@ def test_local_actors_that_cannot_build_the_env_stop_the_run(tmp_path):
     out = run_cli(*run, timeout=300)
     assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
     assert "unknown env family 'robot'" in out.stderr
-    assert "local actor 0 exited with status 1" in out.stderr and "3 times in a row" in out.stderr
+    # whichever local actor reaches its third start-up failure first stops the run
+    assert re.search(r"local actor \d+ exited with status 1 .* 3 times in a row", out.stderr)
 
 
 def test_eval_of_a_run_whose_env_only_actors_build_names_the_env(tmp_path):
