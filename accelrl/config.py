@@ -88,7 +88,11 @@ class BridgeConfig:
     num_actors: int = 2
     """Local actor processes `accelrl train` starts (remote actors may join as well)."""
     envs_per_actor: int = 8
-    """Envs each local actor hosts; their steps travel as one message (E)."""
+    """Envs each local actor hosts (E)."""
+    actor_groups: int = 1
+    """Messages each local actor keeps in flight, each with the steps of E/actor_groups envs:
+    2 steps one group's envs while the learner chooses the other's actions (double-buffered
+    sampling, as in Sample Factory), for envs whose step costs about as much as inference."""
     max_envs_per_actor: int = 256
     """Largest E the server accepts in a handshake (sets the message size limit)."""
     max_envs: int = 1024

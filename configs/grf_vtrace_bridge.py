@@ -26,6 +26,7 @@ def config() -> TrainConfig:
             env="grf:academy_empty_goal_close",
             num_actors=2,
             envs_per_actor=4,
+            actor_groups=2,  # step one half of the envs while the other's actions are chosen
             max_batch=16,
             deadline_ms=5.0,
             batch_unrolls=8,

@@ -18,9 +18,9 @@ Deviations, and why:
 - min_replay_size 1,000 sequences (25%) before learning (the paper does not give one).
 - replay_ratio 1 (each sequence sampled once on average): the paper's ratio followed from
   its 256 actors' and one learner's speeds rather than being set.
-- 2 local actors x 16 envs (the paper used 256 actors): add remote actors with
-  `accelrl actor`, and raise bridge.num_actors * bridge.envs_per_actor so the epsilon schedule
-  spans them.
+- 2 local actors x 16 envs, each in 2 groups of 8 (the paper used 256 actors): add remote
+  actors with `accelrl actor`, and raise bridge.num_actors * bridge.envs_per_actor so the
+  epsilon schedule spans them.
 """
 
 from dataclasses import replace

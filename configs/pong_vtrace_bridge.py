@@ -4,7 +4,9 @@ Actors run ALE with frame skip 4, grayscale 84x84 and sticky actions 0.25 (gymna
 AtariPreprocessing, see accelrl/bridge/envs.py) and send one uint8 frame per step; the server
 stacks 4 frames. The actor-critic has the Nature-DQN convolutional torso (uint8 frames scaled
 inside the network) with shared policy and value heads; the other settings (unroll 20, Adam)
-are not tuned for Pong.
+are not tuned for Pong. Each actor keeps its 16 envs in two groups of 8 with one message each
+in flight (bridge.actor_groups), so it steps one group while the server runs the policy for the
+other: with one actor on the 2-core CPU, 1.5x the steps/s of a single group of 8.
 """
 
 from accelrl.config import AgentConfig, BridgeConfig, EnvConfig, TrainConfig
@@ -30,6 +32,7 @@ def config() -> TrainConfig:
             env="gymnasium:ALE/Pong-v5",
             num_actors=2,
             envs_per_actor=16,
+            actor_groups=2,  # step one half of the envs while the other's actions are chosen
             max_batch=32,
             deadline_ms=5.0,
             batch_unrolls=32,

@@ -9,7 +9,10 @@ game needs:
 Each tick sends ONE message with the steps of all E envs (the observation to act on, the reward
 of the previous action, terminated and truncated kept apart, and the final observation of
 every env whose episode just ended, so the learner can bootstrap a truncated one) and waits for
-the E actions. After a disconnect (learner restart) it reconnects with exponential backoff and
+the E actions. With `--groups K` the E envs are split into K groups with one message each in
+flight (Sample Factory's double-buffered sampling): while the learner chooses one group's
+actions, the actor steps another's, so env stepping overlaps with inference and the round
+trip. After a disconnect (learner restart) it reconnects with exponential backoff and
 resets its envs: the server resets their recurrent state too. It exits when the server says
 training is done, or after `--give-up-after` seconds without a connection.
 """
@@ -21,7 +24,8 @@ import asyncio
 import os
 import sys
 import time
-from typing import Any
+from collections import deque
+from typing import Any, NamedTuple
 
 import grpc
 import numpy as np
@@ -59,6 +63,16 @@ def channel_options(spec: EnvSpec, num_envs: int) -> list[tuple[str, Any]]:
     ]
 
 
+class Steps(NamedTuple):
+    """What a group of envs sends: see `encode_steps`."""
+
+    observation: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    final_observation: np.ndarray
+
+
 class Actor:
     """E environments of `env_id`, driven by the learner at `server`."""
 
@@ -73,7 +87,11 @@ class Actor:
         sticky_actions: float = 0.25,
         give_up_after: float = 300.0,
         name: str = "",
+        groups: int = 1,
     ) -> None:
+        """`groups`: messages in flight at once, each with the steps of E/groups envs."""
+        if not 1 <= groups <= num_envs:
+            raise ValueError(f"groups must be in 1..num_envs ({num_envs}), got {groups}")
         self.server = server
         self.env_id = env_id
         self.envs = [make_env(env_id, sticky_actions) for _ in range(num_envs)]
@@ -83,6 +101,7 @@ class Actor:
         self.tls_ca = tls_ca
         self.give_up_after = give_up_after
         self.name = name or f"{os.uname().nodename}:{os.getpid()}"
+        self.groups = np.array_split(np.arange(num_envs), groups)
         self.connections = 0
         self.env_steps = 0
         self._resets = 0
@@ -142,15 +161,22 @@ class Actor:
         self.connected_since_backoff = True
         self.last_contact = time.monotonic()
         ids = np.asarray(reply.handshake_reply.env_ids, np.int32)
-        num = len(self.envs)
-        observation = self._reset_all()
-        reward = np.zeros(num, np.float32)
-        terminated = np.zeros(num, bool)
-        truncated = np.zeros(num, bool)
-        final = np.zeros((0, *self.spec.observation_shape), self.spec.observation_dtype)
-        obs_dtype = self.spec.observation_dtype
-        while True:
-            await call.write(encode_steps(ids, observation, reward, terminated, truncated, final))
+        first = self._reset_all()
+        in_flight: deque[np.ndarray] = deque()
+        for group in self.groups:
+            n = len(group)
+            await call.write(
+                encode_steps(
+                    ids[group],
+                    first[group],
+                    np.zeros(n, np.float32),
+                    np.zeros(n, bool),
+                    np.zeros(n, bool),
+                    first[:0],
+                )
+            )
+            in_flight.append(group)
+        while True:  # replies come in the order of the messages
             response = await call.read()
             if response is grpc.aio.EOF:
                 await call.code()
@@ -159,25 +185,41 @@ class Actor:
             actions = response.actions
             if actions.done:
                 return True
+            group = in_flight.popleft()
             action = decode_tensor(
-                actions.action, "action", self.spec.action_dtype, (num, *self.spec.action_shape)
+                actions.action,
+                "action",
+                self.spec.action_dtype,
+                (len(group), *self.spec.action_shape),
             )
-            observations, finals = [], []
-            for i, env in enumerate(self.envs):
-                a = action[i].item() if self.spec.discrete else action[i]
-                obs, r, term, trunc, _ = env.step(a)
-                reward[i], terminated[i], truncated[i] = r, term, trunc
-                if term or trunc:
-                    finals.append(np.asarray(obs))
-                    obs, _ = env.reset()
-                observations.append(np.asarray(obs))
-            self.env_steps += num
-            observation = np.stack(observations).astype(obs_dtype, copy=False)
-            final = (
-                np.stack(finals).astype(obs_dtype, copy=False)
-                if finals
-                else np.zeros((0, *self.spec.observation_shape), obs_dtype)
-            )
+            await call.write(encode_steps(ids[group], *self._step(group, action)))
+            in_flight.append(group)
+
+    def _step(self, group: np.ndarray, action: np.ndarray) -> Steps:
+        """Step the envs of `group` with their actions; reset those whose episode ended."""
+        n = len(group)
+        reward = np.zeros(n, np.float32)
+        terminated = np.zeros(n, bool)
+        truncated = np.zeros(n, bool)
+        observations, finals = [], []
+        for row, i in enumerate(group.tolist()):
+            a = action[row].item() if self.spec.discrete else action[row]
+            obs, r, term, trunc, _ = self.envs[i].step(a)
+            reward[row], terminated[row], truncated[row] = r, term, trunc
+            if term or trunc:
+                finals.append(np.asarray(obs))
+                obs, _ = self.envs[i].reset()
+            observations.append(np.asarray(obs))
+        self.env_steps += n
+        dtype = self.spec.observation_dtype
+        final = (
+            np.stack(finals).astype(dtype, copy=False)
+            if finals
+            else np.zeros((0, *self.spec.observation_shape), dtype)
+        )
+        return Steps(
+            np.stack(observations).astype(dtype, copy=False), reward, terminated, truncated, final
+        )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -186,7 +228,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--server", required=True, help="HOST:PORT of `accelrl serve`")
     parser.add_argument("--env", required=True, help="e.g. gymnasium:CartPole-v1")
-    parser.add_argument("--num-envs", type=int, default=8, help="envs per message (E)")
+    parser.add_argument("--num-envs", type=int, default=8, help="envs of this actor (E)")
+    parser.add_argument(
+        "--groups",
+        type=int,
+        default=1,
+        help="messages in flight, each with E/groups envs: 2 overlaps env stepping with "
+        "inference (double-buffered sampling)",
+    )
     parser.add_argument("--token", default=os.environ.get("ACCELRL_BRIDGE_TOKEN", ""))
     parser.add_argument("--tls-ca", help="PEM root certificate: connect with TLS")
     parser.add_argument("--seed", type=int, default=0)
@@ -201,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.num_envs < 1:
         parser.error(f"--num-envs must be at least 1, got {args.num_envs}")
+    if not 1 <= args.groups <= args.num_envs:
+        parser.error(f"--groups must be in 1..--num-envs ({args.num_envs}), got {args.groups}")
     try:
         import uvloop
 
@@ -218,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             tls_ca=tls_ca,
             sticky_actions=args.sticky_actions,
             give_up_after=args.give_up_after,
+            groups=args.groups,
         )
         asyncio.run(actor.run())
     except (ActorRejected, ConnectionError, ProtocolError, UnsupportedEnv) as error:

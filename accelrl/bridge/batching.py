@@ -1,7 +1,8 @@
 """Dynamic batching of actors' inference requests on the server's event loop.
 
-A batch runs when `max_batch` env steps wait, when every connected env is waiting (waiting
-longer could not fill it), or `deadline` seconds after its first request arrived, whichever is
+A batch runs when `max_batch` env steps wait, when every connected actor's message is waiting
+(waiting longer could not fill it: the server reads an actor's next message only after
+answering its last), or `deadline` seconds after its first request arrived, whichever is
 first, so a dead actor never stalls the others. The request that fills a batch launches it and
 a timer launches a batch at its deadline: no batching task, queue or per-wait task on the hot
 path. On the CPU backend inference runs inline on the event loop (a thread hop per batch costs
@@ -47,10 +48,11 @@ class Batcher:
         get_params: Callable[[], tuple[Any, int]],
         max_batch: int,
         deadline: float,
-        active_envs: Callable[[], int] | None = None,
+        max_waiting: Callable[[], int] | None = None,
     ) -> None:
+        """`max_waiting()`: the most env steps that can wait at once (one message per actor)."""
         self.inference = inference
-        self.active_envs = active_envs or (lambda: max_batch)
+        self.max_waiting = max_waiting or (lambda: max_batch)
         inline_env = os.environ.get("ACCELRL_BRIDGE_INLINE_INFERENCE")
         self.inline = (
             (jax.default_backend() == "cpu") if inline_env is None else (inline_env == "1")
@@ -92,7 +94,7 @@ class Batcher:
         return stats
 
     def _target(self) -> int:
-        return max(1, min(self.max_batch, self.active_envs()))
+        return max(1, min(self.max_batch, self.max_waiting()))
 
     def _launch_ready(self, deadline_passed: bool = False) -> None:
         """Launch every batch that is full or past its deadline; arm the next deadline."""

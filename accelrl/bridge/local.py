@@ -45,6 +45,8 @@ def actor_command(config: TrainConfig, address: str, index: int) -> list[str]:
         b.env,
         "--num-envs",
         str(b.envs_per_actor),
+        "--groups",
+        str(b.actor_groups),
         "--seed",
         str(config.seed * 1000 + index),
         "--sticky-actions",

@@ -74,6 +74,11 @@ def check_config(config: TrainConfig) -> None:
         ),
         (b.queue_size > 0 and b.max_envs > 0, "bridge.queue_size and max_envs must be > 0"),
         (1 <= b.envs_per_actor <= b.max_envs_per_actor, "bridge.envs_per_actor out of range"),
+        (
+            1 <= b.actor_groups <= b.envs_per_actor,
+            f"bridge.actor_groups={b.actor_groups} must be in 1..envs_per_actor "
+            f"({b.envs_per_actor})",
+        ),
         (b.frame_stack >= 1, "bridge.frame_stack must be >= 1"),
         (b.handshake_timeout_s > 0, "bridge.handshake_timeout_s must be > 0"),
         (

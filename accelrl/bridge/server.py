@@ -101,6 +101,10 @@ class BridgeServer:
         self.stopping = False
         self.error: BaseException | None = None
         self.actors = 0
+        # Env steps in the latest message of each connected actor, summed: the most that can
+        # wait for one inference batch (an actor's next message is read once its last is
+        # answered; actors that keep several messages in flight send fewer envs in each).
+        self.message_envs = 0
         self.actor_connections = 0
         self.refused = 0
         self.last_values: dict[str, float] = {}
@@ -206,6 +210,7 @@ class BridgeServer:
     ) -> AsyncIterator[pb.ServerMessage]:
         """One actor's stream: handshake, then one Actions reply per Steps message."""
         allocated = None
+        message_envs = 0  # this actor's share of self.message_envs
         try:
             iterator = requests.__aiter__()
             hs = await self._handshake(iterator, context)
@@ -224,6 +229,8 @@ class BridgeServer:
                 )
             owner, slots = allocated
             self.actors += 1
+            message_envs = num_envs
+            self.message_envs += message_envs
             self.actor_connections += 1
             owned = self.slots.owner == owner
             limit = self.spec.max_steps_message_bytes(num_envs)
@@ -250,6 +257,8 @@ class BridgeServer:
                     steps = decode_steps(message.steps, self.spec, owned, slots)
                 except ProtocolError as error:
                     await self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT, str(error))
+                self.message_envs += len(steps.env_ids) - message_envs
+                message_envs = len(steps.env_ids)
                 if self.done.is_set():
                     yield pb.ServerMessage(actions=pb.Actions(done=True))
                     return
@@ -258,6 +267,7 @@ class BridgeServer:
             if allocated is not None:
                 self.slots.release(allocated[1])
                 self.actors -= 1
+                self.message_envs -= message_envs
 
     def _parse(self, raw: bytes) -> pb.ActorMessage | str:
         try:
@@ -329,7 +339,7 @@ class BridgeServer:
             self.published,
             b.max_batch,
             b.deadline_ms / 1000.0,
-            active_envs=lambda: int(np.count_nonzero(self.slots.owner >= 0)),
+            max_waiting=lambda: self.message_envs,
         )
         await server.start()
         self.port = bound

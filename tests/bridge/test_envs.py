@@ -103,6 +103,10 @@ def test_local_actors_that_cannot_all_fit_are_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="exceed bridge.max_envs=4"):
         train_bridge(config, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+    config = apply_overrides(load_preset("cartpole_vtrace_bridge"), ["bridge.actor_groups=9"])
+    with pytest.raises(ConfigError, match="actor_groups=9 must be in 1..envs_per_actor"):
+        train_bridge(config, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 def test_actor_command_line_errors(capsys):
@@ -113,5 +117,10 @@ def test_actor_command_line_errors(capsys):
         main([*common, "--env", "gymnasium:CartPole-v1", "--num-envs", "0"])
     assert exited.value.code == 2
     assert "--num-envs must be at least 1" in capsys.readouterr().err
+    for groups in ("0", "5"):
+        with pytest.raises(SystemExit) as exited:
+            main([*common, "--env", "gymnasium:CartPole-v1", "--num-envs", "4", "--groups", groups])
+        assert exited.value.code == 2
+        assert f"--groups must be in 1..--num-envs (4), got {groups}" in capsys.readouterr().err
     assert main([*common, "--env", "gymnasium:NoSuchEnv-v0"]) == 1
     assert "NoSuchEnv" in capsys.readouterr().err

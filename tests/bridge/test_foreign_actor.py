@@ -3,6 +3,7 @@ messages, none of accelrl's codec), for an env the server cannot build, whose sp
 observations, a continuous action box) the learner's config declares."""
 
 import re
+import time
 
 import grpc
 import numpy as np
@@ -48,8 +49,26 @@ def handshake(high=HIGH) -> pb.ActorMessage:
     )
 
 
+def steps_message(ids, rng, terminated=None, final_count=0):
+    n = len(ids)
+    terminated = np.zeros(n, bool) if terminated is None else terminated
+    steps = pb.Steps(
+        env_ids=ids,
+        observation=tensor(rng.normal(size=(n, 3))),
+        reward=tensor(rng.normal(size=n).astype(np.float32)),
+        terminated=tensor(terminated),
+        truncated=tensor(np.zeros(n, bool)),
+        final_observation=tensor(rng.normal(size=(int(terminated.sum()), 3))),
+    )
+    return pb.ActorMessage(steps=steps)
+
+
 def test_foreign_actor_with_declared_continuous_spec(tmp_path):
-    proc, port = serve(tmp_path / "run", "total_env_steps=100000000", *DECLARED)
+    # A batch waits at most `deadline_ms` for more envs; 30 s here, so a batch that waited for
+    # envs that cannot arrive would show as a stalled stream.
+    proc, port = serve(
+        tmp_path / "run", "total_env_steps=100000000", "bridge.deadline_ms=30000", *DECLARED
+    )
     rng = np.random.default_rng(0)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -68,20 +87,25 @@ def test_foreign_actor_with_declared_continuous_spec(tmp_path):
             actions = []
             for t in range(30):
                 terminated = np.array([t % 7 == 6, False])  # env 0's episodes end every 7 steps
-                final = rng.normal(size=(int(terminated.sum()), 3))
-                steps = pb.Steps(
-                    env_ids=ids,
-                    observation=tensor(rng.normal(size=(2, 3))),
-                    reward=tensor(rng.normal(size=2).astype(np.float32)),
-                    terminated=tensor(terminated),
-                    truncated=tensor(np.zeros(2, bool)),
-                    final_observation=tensor(final),
-                )
-                stream.send(pb.ActorMessage(steps=steps))
+                stream.send(steps_message(ids, rng, terminated))
                 answer = stream.read().actions
                 assert answer.action.dtype == "float32" and list(answer.action.shape) == [2, 2]
                 actions.append(np.frombuffer(answer.action.data, "<f4").reshape(2, 2))
                 assert not answer.done and answer.policy_version >= 0
+            stream.close()
+
+            # Pipelined (docs/bridge-protocol.md): one message per env, both in flight; the
+            # replies come in order, each as soon as its message is served.
+            stream = Stream(channel)
+            stream.send(handshake())
+            ids = list(stream.read().handshake_reply.env_ids)
+            started = time.monotonic()
+            stream.send(steps_message(ids[:1], rng))
+            for t in range(20):
+                stream.send(steps_message(ids[1:] if t % 2 == 0 else ids[:1], rng))
+                answer = stream.read().actions
+                assert list(answer.action.shape) == [1, 2], answer
+            assert time.monotonic() - started < 15, "a batch waited for envs still in flight"
             stream.close()
         actions = np.stack(actions)
         assert np.all(actions >= LOW) and np.all(actions <= HIGH)
