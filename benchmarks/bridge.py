@@ -1,11 +1,16 @@
 """Bridge throughput: env steps/s against actors x envs per actor, with its floor and ceiling.
 
-For each (env, actors, E) it measures, on the same cores and in the same run:
+For each (env, actors, E envs per actor, G messages in flight per actor) it measures, on the
+same cores and in the same run:
   bridge  - real actor processes -> BridgeServer (jitted inference, learner paused), env steps/s;
             inference batch sizes and server-side act latency p50/p99 (arrival -> actions ready);
-  echo    - the same number of client processes sending messages of the same size and count
-            to a raw grpc.aio echo server (the transport floor the bridge sits on);
-  local   - the same envs stepped in the same number of processes without any bridge.
+            with G = 2 an actor steps one half of its envs while the other half's actions are
+            being chosen (`accelrl actor --groups`);
+  echo    - the same number of client processes sending messages of the same size and count,
+            G in flight, to a raw grpc.aio echo server (the transport floor the bridge sits on);
+  local   - the same envs stepped in the same number of processes without any bridge;
+  machine - the env stepped in one process per core without any bridge (what the whole machine
+            does, the strictest yardstick for bridge/local).
 
 It also accounts for CPU time: the env's CPU per step (local) and the server's CPU per step
 (inference, batching and gRPC; the learner is paused). When server and actors share the same
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import dataclasses
 import json
 import os
@@ -65,7 +71,8 @@ def role_local(env_id: str, num_envs: int, seconds: float) -> dict:
     }
 
 
-def role_echo_client(port: int, env_id: str, num_envs: int, seconds: float) -> dict:
+def role_echo_client(port: int, env_id: str, num_envs: int, groups: int, seconds: float) -> dict:
+    """Messages of the actor's sizes and count, `groups` in flight (as `--groups` actors)."""
     import grpc
 
     from accelrl.bridge import bridge_pb2 as pb
@@ -73,8 +80,15 @@ def role_echo_client(port: int, env_id: str, num_envs: int, seconds: float) -> d
     from accelrl.bridge.envs import env_spec, make_env
 
     spec = env_spec(make_env(env_id))
-    obs = np.zeros((num_envs, *spec.observation_shape), spec.observation_dtype)
+    sizes = [len(g) for g in np.array_split(np.arange(num_envs), groups)]
     final = np.zeros((0, *spec.observation_shape), spec.observation_dtype)
+
+    def message(n: int) -> bytes:
+        # built each time, as the actor does
+        obs = np.zeros((n, *spec.observation_shape), spec.observation_dtype)
+        zeros = np.zeros(n)
+        steps = encode_steps(np.arange(n), obs, zeros, zeros > 0, zeros > 0, final)
+        return steps.SerializeToString()
 
     async def run() -> dict:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -84,22 +98,17 @@ def role_echo_client(port: int, env_id: str, num_envs: int, seconds: float) -> d
                 response_deserializer=pb.ServerMessage.FromString,
             )()
             steps, start, latencies = 0, time.perf_counter(), []
-            ids = np.arange(num_envs)
+            sent = collections.deque()
+            for n in sizes:
+                sent.append((n, time.perf_counter()))
+                await call.write(message(n))
             while time.perf_counter() - start < seconds:
-                t0 = time.perf_counter()
-                # build the message each time, as the actor does
-                message = encode_steps(
-                    ids,
-                    obs,
-                    np.zeros(num_envs),
-                    np.zeros(num_envs, bool),
-                    np.zeros(num_envs, bool),
-                    final,
-                )
-                await call.write(message.SerializeToString())
                 await call.read()
+                n, t0 = sent.popleft()
                 latencies.append(time.perf_counter() - t0)
-                steps += num_envs
+                steps += n
+                sent.append((n, time.perf_counter()))
+                await call.write(message(n))
             await call.done_writing()
             elapsed = time.perf_counter() - start
         return {
@@ -210,13 +219,14 @@ class BridgeUnderTest:
         self._thread.start()
         ready.wait(120)
 
-    def measure(self, actors: int, num_envs: int, seconds: float) -> dict:
+    def measure(self, actors: int, num_envs: int, groups: int, seconds: float) -> dict:
         port = self.server.port
         from accelrl.bridge.local import actor_command
 
-        config = dataclasses.replace(
-            self.config, bridge=dataclasses.replace(self.config.bridge, envs_per_actor=num_envs)
+        bridge = dataclasses.replace(
+            self.config.bridge, envs_per_actor=num_envs, actor_groups=groups
         )
+        config = dataclasses.replace(self.config, bridge=bridge)
         procs = [
             subprocess.Popen(actor_command(config, f"127.0.0.1:{port}", i), cwd=ROOT, env=CHILD_ENV)
             for i in range(actors)
@@ -258,55 +268,43 @@ class BridgeUnderTest:
         self._thread.join(30)
 
 
+def child_args(role: str, env_id: str, num_envs: int, seconds: float, **extra: object) -> list:
+    args = ["--role", role, "--env", env_id, "--num-envs", str(num_envs), "--seconds"]
+    args.append(str(seconds))
+    for name, value in extra.items():
+        args += [f"--{name}", str(value)]
+    return args
+
+
 def bench(
-    env_id: str, preset: str, overrides: list[str], points: list[tuple[int, int]], seconds: float
+    env_id: str,
+    preset: str,
+    overrides: list[str],
+    points: list[tuple[int, int, int]],
+    seconds: float,
 ) -> list[dict]:
+    """One row per (actors, envs per actor, groups in flight per actor)."""
     rows = []
     bridge = BridgeUnderTest(preset, [f"bridge.env={env_id}", *overrides])
     try:
-        bridged = [bridge.measure(a, e, seconds) for a, e in points]
+        bridged = [bridge.measure(a, e, g, seconds) for a, e, g in points]
     finally:
         bridge.close()
     echo = EchoServer()
     try:
         echoed = [
-            children(
-                [
-                    [
-                        "--role",
-                        "echo",
-                        "--port",
-                        str(echo.port),
-                        "--env",
-                        env_id,
-                        "--num-envs",
-                        str(e),
-                        "--seconds",
-                        str(seconds),
-                    ]
-                ]
-                * a
-            )
-            for a, e in points
+            children([child_args("echo", env_id, e, seconds, port=echo.port, groups=g)] * a)
+            for a, e, g in points
         ]
     finally:
         echo.close()
-    for (a, e), b, ech in zip(points, bridged, echoed, strict=True):
-        local = children(
-            [
-                [
-                    "--role",
-                    "local",
-                    "--env",
-                    env_id,
-                    "--num-envs",
-                    str(e),
-                    "--seconds",
-                    str(min(seconds, 3.0)),
-                ]
-            ]
-            * a
-        )
+    local_seconds = min(seconds, 3.0)
+    # the most the machine steps these envs without a bridge: one process per core
+    most_envs = max(e for _, e, _ in points)
+    machine = children([child_args("local", env_id, most_envs, local_seconds)] * cpu_cores())
+    machine_sps = sum(r["steps_per_s"] for r in machine)
+    for (a, e, g), b, ech in zip(points, bridged, echoed, strict=True):
+        local = children([child_args("local", env_id, e, local_seconds)] * a)
         echo_sps = sum(r["steps_per_s"] for r in ech)
         local_sps = sum(r["steps_per_s"] for r in local)
         env_cpu = float(np.mean([r["cpu_us_per_step"] for r in local]))
@@ -316,11 +314,14 @@ def bench(
             "env": env_id,
             "actors": a,
             "envs_per_actor": e,
+            "groups": g,
             "bridge_sps": b["steps_per_s"],
             "echo_sps": echo_sps,
             "local_sps": local_sps,
+            "machine_sps": machine_sps,
             "bridge/echo": b["steps_per_s"] / echo_sps,
             "bridge/local": b["steps_per_s"] / local_sps,
+            "bridge/machine": b["steps_per_s"] / machine_sps,
             "batch_mean": b["batch_mean"],
             "act_p50_ms": b["p50_ms"],
             "act_p99_ms": b["p99_ms"],
@@ -342,6 +343,7 @@ def main() -> None:
     parser.add_argument("--port", type=int)
     parser.add_argument("--env")
     parser.add_argument("--num-envs", type=int)
+    parser.add_argument("--groups", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-pong", action="store_true")
@@ -350,19 +352,28 @@ def main() -> None:
         print(json.dumps(role_local(args.env, args.num_envs, args.seconds)))
         return
     if args.role == "echo":
-        print(json.dumps(role_echo_client(args.port, args.env, args.num_envs, args.seconds)))
+        print(
+            json.dumps(
+                role_echo_client(args.port, args.env, args.num_envs, args.groups, args.seconds)
+            )
+        )
         return
 
     seconds = 3.0 if args.quick else args.seconds
+    # (actors, envs per actor, messages in flight per actor)
     trivial_points = (
-        [(1, 1), (1, 32), (2, 32)]
+        [(1, 1, 1), (1, 32, 1), (2, 32, 1)]
         if args.quick
-        else [(1, 1), (1, 8), (1, 32), (2, 8), (2, 32), (4, 32)]
+        else [(1, 1, 1), (1, 8, 1), (1, 32, 1), (1, 32, 2), (2, 8, 1), (2, 32, 1), (4, 32, 1)]
     )
     common = ["bridge.max_batch=128", "bridge.max_envs=512", "bridge.deadline_ms=2"]
     rows = bench("trivial:4", "cartpole_vtrace_bridge", common, trivial_points, seconds)
     if not args.no_pong:
-        pong_points = [(2, 8)] if args.quick else [(1, 8), (2, 8), (2, 16)]
+        pong_points = (
+            [(1, 8, 2), (2, 8, 1)]
+            if args.quick
+            else [(1, 8, 1), (1, 8, 2), (1, 16, 2), (2, 8, 1), (2, 8, 2), (2, 16, 2)]
+        )
         rows += bench(
             "gymnasium:ALE/Pong-v5",
             "pong_vtrace_bridge",
@@ -376,11 +387,14 @@ def main() -> None:
         "env",
         "actors",
         "envs_per_actor",
+        "groups",
         "bridge_sps",
         "echo_sps",
         "local_sps",
+        "machine_sps",
         "bridge/echo",
         "bridge/local",
+        "bridge/machine",
         "cpu_ceiling",
         "env_cpu_us",
         "server_cpu_us",
@@ -401,8 +415,11 @@ def main() -> None:
                     "title": "env steps/s",
                     "columns": columns,
                     "rows": [[r[c] for c in columns] for r in rows],
-                    "note": "bridge: actors -> server with jitted inference; echo: raw grpc.aio "
-                    "echo of the same messages; local: the envs alone, same processes. "
+                    "note": "bridge: actors -> server with jitted inference; groups: messages "
+                    "in flight per actor, each with envs_per_actor/groups envs; echo: raw "
+                    "grpc.aio echo of the same messages, as many in flight; local: the envs "
+                    "alone, same processes; machine: the envs alone in one process per core "
+                    "(the most this machine steps without a bridge). "
                     "env_cpu_us / server_cpu_us: CPU microseconds per env step of the "
                     "env (local run) and of the bridge server (inference, batching, "
                     f"gRPC); cpu_ceiling = min(1, {cpu_cores()} cores / (env + server) "
