@@ -1,11 +1,12 @@
 """One command on one machine: the bridge server plus N local actor processes.
 
 Actors are separate Python processes started with `python -m accelrl.bridge.actor` (a fresh
-interpreter, never a fork of this gRPC-using process). A supervisor thread restarts any that
-die while training runs; all of them are stopped when it ends. An actor that keeps failing
-on its own as soon as it starts (an env it cannot build, a spec the server refuses) stops the
-run with an error instead of being restarted forever; actors killed by a signal are always
-restarted.
+interpreter, never a fork of this gRPC-using process); each writes its output to
+`RUN_DIR/actors/actor-<i>.log` (every start appended), so the terminal shows the learner's
+progress alone. A supervisor thread restarts any that die while training runs; all of them
+are stopped when it ends. An actor that keeps failing on its own as soon as it starts (an env
+it cannot build, a spec the server refuses) stops the run with an error that quotes the end of
+its log, instead of being restarted forever; actors killed by a signal are always restarted.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ QUICK_EXIT_S = 15.0
 """An actor exiting with an error this soon after it started failed at start-up."""
 QUICK_EXITS_TO_GIVE_UP = 3
 """Start-up failures in a row, of one actor, that stop the run."""
+LOG_LINES_QUOTED = 8
+"""Lines of a failing actor's last start that its error quotes."""
+
+
+START_MARK = "--- accelrl: actor started"
 
 
 class LocalActorsFailed(RuntimeError):
@@ -67,10 +73,14 @@ class LocalActors:
         config: TrainConfig,
         address: str,
         on_give_up: Callable[[LocalActorsFailed], None],
+        log_dir: Path,
         token: str = "",
     ) -> None:
+        """`on_give_up` is called (from the supervisor thread) when an actor cannot start;
+        actor i's output goes to `log_dir/actor-<i>.log`."""
         self.config = config
         self.address = address
+        self.log_dir = Path(log_dir)
         self.env = {**os.environ, "ACCELRL_BRIDGE_TOKEN": token}
         self.env.pop("XLA_FLAGS", None)
         self.on_give_up = on_give_up
@@ -81,15 +91,30 @@ class LocalActors:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._supervise, daemon=True)
 
+    def log_path(self, index: int) -> Path:
+        return self.log_dir / f"actor-{index}.log"
+
     def _start(self, index: int) -> subprocess.Popen:
         self.started[index] = time.monotonic()
-        return subprocess.Popen(
-            actor_command(self.config, self.address, index),
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-        )
+        with open(self.log_path(index), "a") as log:  # the child keeps its own descriptor
+            log.write(f"{START_MARK} {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            log.flush()
+            return subprocess.Popen(
+                actor_command(self.config, self.address, index),
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def _last_start_tail(self, index: int) -> str:
+        """The last LOG_LINES_QUOTED lines actor `index` wrote since its latest start."""
+        text = self.log_path(index).read_text(errors="replace")
+        lines = text[text.rfind(START_MARK) :].splitlines()[1:]
+        return "\n".join(f"  {line}" for line in lines[-LOG_LINES_QUOTED:]) or "  (nothing)"
 
     def start(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         n = self.config.bridge.num_actors
         self.started, self.quick_exits = [0.0] * n, [0] * n
         self.procs = [self._start(i) for i in range(n)]
@@ -108,7 +133,8 @@ class LocalActors:
                         LocalActorsFailed(
                             f"local actor {i} exited with status {code} within "
                             f"{QUICK_EXIT_S:g} s of starting, {self.quick_exits[i]} times in a "
-                            "row (its message is above); stopping the run"
+                            f"row; stopping the run. The end of {self.log_path(i)}:\n"
+                            + self._last_start_tail(i)
                         )
                     )
                     return
@@ -148,10 +174,16 @@ def train_bridge(
 
     def on_listening(host: str, port: int) -> None:
         (progress or Progress()).line(f"listening on {host}:{port}", force=True)
+        (progress or Progress()).line(
+            f"starting {b.num_actors} local actors x {b.envs_per_actor} envs; their output: "
+            f"{Path(run_dir) / 'actors'}/actor-<i>.log",
+            force=True,
+        )
         actors = LocalActors(
             config,
             f"{host}:{port}",
             on_give_up=server.abort,
+            log_dir=Path(run_dir) / "actors",
             token=config.bridge.token or os.environ.get("ACCELRL_BRIDGE_TOKEN", ""),
         )
         holder["actors"] = actors

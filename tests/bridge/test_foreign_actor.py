@@ -165,9 +165,15 @@ def test_local_actors_that_cannot_build_the_env_stop_the_run(tmp_path):
     run = ["train", "cartpole_vtrace_bridge", "--run-dir", str(tmp_path / "run"), *DECLARED]
     out = run_cli(*run, timeout=300)
     assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
-    assert "unknown env family 'robot'" in out.stderr
-    # whichever local actor reaches its third start-up failure first stops the run
-    assert re.search(r"local actor \d+ exited with status 1 .* 3 times in a row", out.stderr)
+    # whichever local actor reaches its third start-up failure first stops the run, quoting
+    # the end of its log (each actor's output goes to RUN_DIR/actors/actor-<i>.log)
+    failed = re.search(r"local actor (\d+) exited with status 1 .* 3 times in a row", out.stderr)
+    assert failed, out.stderr[-2000:]
+    quoted = out.stderr[failed.end() :]
+    assert "accelrl actor: unknown env family 'robot'" in quoted, out.stderr[-2000:]
+    log = (tmp_path / "run" / "actors" / f"actor-{failed.group(1)}.log").read_text()
+    assert log.count("--- accelrl: actor started") == 3
+    assert log.count("unknown env family 'robot'") == 3
 
 
 def test_eval_of_a_run_whose_env_only_actors_build_names_the_env(tmp_path):
