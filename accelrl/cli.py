@@ -55,8 +55,9 @@ def _parser() -> argparse.ArgumentParser:
         "--render",
         type=Path,
         metavar="OUT",
-        help="also draw episodes of MJCF envs: OUT.gif or OUT.mp4 (MuJoCo's renderer), "
-        "OUT.html (interactive 3D viewer)",
+        help="also draw episodes: OUT.gif or OUT.mp4 (MJCF envs through MuJoCo's renderer, "
+        "bridge runs through the env's own rgb_array frames), OUT.html (MJCF envs: an "
+        "interactive 3D viewer)",
     )
     evaluate.add_argument(
         "--render-episodes", type=int, default=1, help="episodes to draw (default 1)"

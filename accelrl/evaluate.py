@@ -232,14 +232,15 @@ def evaluate_run(
     """Evaluate the latest checkpoint of `run_dir` and write `run_dir/eval.json`.
 
     With `render` (.gif, .mp4 or .html), the first `render_episodes` episodes are also drawn
-    there (MJCF environments only; checked before anything is loaded).
+    there (fused runs: MJCF environments, through MuJoCo's renderer; bridge runs: .gif or .mp4
+    of the env's own rgb_array frames), checked before anything is loaded.
     """
     run_dir = Path(run_dir)
     config = load_config(run_dir / "config.yaml")
     if config.bridge.env:  # a bridge run: its CPU env is stepped in-process
         from accelrl.bridge.evaluate import evaluate_bridge_run
 
-        return evaluate_bridge_run(run_dir, config, episodes, seed, render)
+        return evaluate_bridge_run(run_dir, config, episodes, seed, render, render_episodes)
     trainer = make_fused_trainer(config)  # (a ConfigError when the env cannot be made)
     base = None if render is None else _check_render(config, render, episodes, render_episodes)
     checkpointer = Checkpointer(run_dir / "checkpoints")

@@ -63,28 +63,44 @@ def _is_atari(name: str) -> bool:
     return name.startswith("ALE/")
 
 
-def make_env(env_id: str, sticky_actions: float = 0.25) -> Any:
-    """A gymnasium-API env (reset(seed) -> (obs, info); step(a) -> 5-tuple) for `env_id`."""
+def make_env(env_id: str, sticky_actions: float = 0.25, render_mode: str | None = None) -> Any:
+    """A gymnasium-API env (reset(seed) -> (obs, info); step(a) -> 5-tuple) for `env_id`.
+
+    `render_mode="rgb_array"` (gymnasium envs only): `env.render()` returns the current frame,
+    and `env.metadata["render_fps"]` its rate (Atari: 15, one frame per agent step).
+    """
     family, _, name = env_id.partition(":")
     if not name:
         raise UnsupportedEnv(f"env id {env_id!r} is not of the form family:name")
-    if family == "trivial":
-        return TrivialEnv(int(name))
     if family == "atari":
         family, name = "gymnasium", f"ALE/{name}-v5"
+    if render_mode is not None and family != "gymnasium":
+        raise UnsupportedEnv(f"{env_id}: only gymnasium envs render frames")
+    if family == "trivial":
+        return TrivialEnv(int(name))
     if family == "gymnasium":
         import gymnasium
 
+        # only when asked: gymnasium passes render_mode=None on to envs that may not take it
+        rendering = {} if render_mode is None else {"render_mode": render_mode}
         if _is_atari(name):
             import ale_py
 
             gymnasium.register_envs(ale_py)
-            env = gymnasium.make(name, frameskip=1, repeat_action_probability=sticky_actions)
-            return gymnasium.wrappers.AtariPreprocessing(
+            env = gymnasium.make(
+                name,
+                frameskip=1,
+                repeat_action_probability=sticky_actions,
+                **rendering,
+            )
+            env = gymnasium.wrappers.AtariPreprocessing(
                 env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True
             )
+            # real time: the console draws 60 frames/s and an agent step is 4 of them
+            env.metadata = {**env.metadata, "render_fps": 60 / 4}
+            return env
         try:
-            env = gymnasium.make(name)
+            env = gymnasium.make(name, **rendering)
         except gymnasium.error.Error as error:  # unknown id, missing dependency, ...
             raise UnsupportedEnv(f"{env_id}: {error}") from None
         return _bridgeable(env, env_id)

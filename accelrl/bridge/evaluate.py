@@ -4,7 +4,9 @@ The env is built exactly as an actor builds it (`bridge.envs.make_env`: same id,
 preprocessing and sticky actions), frames are stacked as the server stacks them, and the
 policy acts greedily (V-trace: the policy's mode; R2D2: epsilon 0) through the same learner
 code the server used, from the latest checkpoint. No server or actor process is involved.
-One episode per env, `episodes` envs stepped in lockstep.
+One episode per env, `episodes` envs stepped in lockstep. `--render out.gif|out.mp4` records
+the first episodes through the env's own `render()` (gymnasium's rgb_array mode: Atari's
+screen in colour, CartPole's drawing, ...).
 """
 
 from __future__ import annotations
@@ -23,13 +25,20 @@ from accelrl.bridge.slots import SlotTable
 from accelrl.checkpoint import Checkpointer
 from accelrl.config import ConfigError, TrainConfig
 from accelrl.evaluate import STEP_CAP, EvalResult, summarize_episodes
+from accelrl.render import VIDEO_SUFFIXES
 
 
 def run_bridge_episodes(
-    config: TrainConfig, learner: Any, params: Any, envs: list[Any], seed: int = 0
-) -> EvalResult:
+    config: TrainConfig,
+    learner: Any,
+    params: Any,
+    envs: list[Any],
+    seed: int = 0,
+    recorded: int = 0,
+) -> tuple[EvalResult, list[list[np.ndarray]]]:
     """One greedy episode in each of `envs`, fresh gymnasium-API envs of `config.bridge.env`
-    (the caller closes them)."""
+    (the caller closes them); also the frames (`env.render()`) of the first `recorded`
+    episodes, each from its reset to its end."""
     b = config.bridge
     spec = learner.spec
     episodes = len(envs)
@@ -43,6 +52,7 @@ def run_bridge_episodes(
     key = jax.random.PRNGKey(seed)
     carry = learner.agent.initial_carry(episodes)
     obs = [env.reset(seed=seed * 100_003 + i)[0] for i, env in enumerate(envs)]
+    videos = [[envs[i].render()] for i in range(recorded)]
     is_first = np.ones(episodes, bool)
     prev_action = np.zeros((episodes, *spec.action_shape), action_dtype)
     prev_reward = np.zeros(episodes, np.float32)
@@ -68,23 +78,64 @@ def run_bridge_episodes(
             lengths[i] += 1
             prev_reward[i] = reward
             finished[i] = terminated or truncated
+            if i < recorded:
+                videos[i].append(envs[i].render())
         prev_action, is_first = action, np.zeros(episodes, bool)
     if not finished.any():
         raise RuntimeError(f"no episode finished within {STEP_CAP} steps")
-    return summarize_episodes(returns, lengths, finished)
+    return summarize_episodes(returns, lengths, finished), videos
+
+
+def _render_env(config: TrainConfig, path: Path, episodes: int, recorded: int) -> Any:
+    """An env of the run that renders rgb_array frames, checked on one frame; else ConfigError."""
+    if Path(path).suffix.lower() not in VIDEO_SUFFIXES:
+        raise ConfigError(
+            f"cannot render to {path}: a bridge run renders to {VIDEO_SUFFIXES} (the HTML viewer "
+            "draws MJCF models)"
+        )
+    if not 1 <= recorded <= episodes:
+        raise ConfigError(f"render episodes must be in 1..{episodes} (--episodes), got {recorded}")
+    import gymnasium
+
+    b = config.bridge
+    env = None
+    try:
+        env = make_env(b.env, b.sticky_actions, render_mode="rgb_array")
+        env.reset(seed=0)
+        frame = env.render()
+    except (UnsupportedEnv, gymnasium.error.Error) as error:
+        frame = error
+    if env is not None:
+        env.close()
+    if not (isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[-1] == 3):
+        detail = f": {frame}" if isinstance(frame, Exception) else ""
+        raise ConfigError(f"bridge.env {b.env!r} cannot render rgb_array frames{detail}")
+    return frame
 
 
 def evaluate_bridge_run(
-    run_dir: Path, config: TrainConfig, episodes: int, seed: int = 0, render: Any = None
+    run_dir: Path,
+    config: TrainConfig,
+    episodes: int,
+    seed: int = 0,
+    render: Path | None = None,
+    render_episodes: int = 1,
 ) -> EvalResult:
-    """Evaluate the latest checkpoint of bridge run `run_dir`; writes `run_dir/eval.json`."""
+    """Evaluate the latest checkpoint of bridge run `run_dir`; writes `run_dir/eval.json`, and
+    with `render` (.gif or .mp4) the first `render_episodes` episodes' frames."""
+    recorded = 0
     if render is not None:
-        raise ConfigError("--render draws fused MJCF envs; this is a bridge run")
+        _render_env(config, render, episodes, render_episodes)
+        recorded = render_episodes
+    b = config.bridge
     try:  # the episodes run here, in this process: the env must be one it can build
-        envs = [make_env(config.bridge.env, config.bridge.sticky_actions) for _ in range(episodes)]
+        envs = [
+            make_env(b.env, b.sticky_actions, render_mode="rgb_array" if i < recorded else None)
+            for i in range(episodes)
+        ]
     except UnsupportedEnv as error:
         raise ConfigError(
-            f"bridge.env {config.bridge.env!r}: accelrl eval steps the env in this process and "
+            f"bridge.env {b.env!r}: accelrl eval steps the env in this process and "
             f"cannot build it ({error}); evaluate with actors of your own"
         ) from None
     try:
@@ -94,10 +145,15 @@ def evaluate_bridge_run(
             state = checkpointer.restore_latest(learner.init_state(config.seed))
         finally:
             checkpointer.close()
-        result = run_bridge_episodes(config, learner, state.params, envs, seed)
+        result, videos = run_bridge_episodes(config, learner, state.params, envs, seed, recorded)
+        fps = float(envs[0].metadata.get("render_fps") or 30) if recorded else 0.0
     finally:
         for env in envs:
             env.close()
     result = EvalResult(**{**asdict(result), "checkpoint_iteration": int(state.iteration)})
     (Path(run_dir) / "eval.json").write_text(json.dumps(asdict(result), indent=2))
+    if recorded:
+        from accelrl.render.video import write_video
+
+        write_video(Path(render), np.stack([f for video in videos for f in video]), fps)
     return result
