@@ -2,6 +2,7 @@
 env's own rgb_array frames (gymnasium's CartPole here), and the errors for what cannot be."""
 
 import json
+import re
 
 import imageio.v3 as iio
 import numpy as np
@@ -10,7 +11,8 @@ from bridge_helpers import run_cli
 
 from accelrl.bridge.run_setup import make_learner, server_spec
 from accelrl.checkpoint import Checkpointer
-from accelrl.config import apply_overrides, save_config
+from accelrl.config import ConfigError, apply_overrides, save_config
+from accelrl.evaluate import evaluate_run
 from configs import load_preset
 
 
@@ -46,17 +48,17 @@ def test_bridge_run_renders_its_episodes_to_mp4(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "overrides, render, fragment",
+    "overrides, render, render_episodes, fragment",
     [
-        ([], "out.html", "a bridge run renders to ('.gif', '.mp4')"),
-        ([], "out.gif --render-episodes 4", "render episodes must be in 1..3"),
-        (["bridge.env=trivial:4"], "out.gif", "'trivial:4' cannot render rgb_array frames"),
+        ([], "out.html", 1, "a bridge run renders to ('.gif', '.mp4')"),
+        ([], "out.gif", 4, "render episodes must be in 1..3"),
+        (["bridge.env=trivial:4"], "out.gif", 1, "'trivial:4' cannot render rgb_array frames"),
     ],
 )
-def test_what_a_bridge_run_cannot_render_is_a_config_error(tmp_path, overrides, render, fragment):
+def test_what_a_bridge_run_cannot_render_is_a_config_error(
+    tmp_path, overrides, render, render_episodes, fragment
+):
     run = bridge_run(tmp_path / "run", overrides)
-    target, *rest = render.split()
-    out = run_cli("eval", str(run), "--episodes", "3", "--render", str(tmp_path / target), *rest)
-    assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
-    assert fragment in out.stderr
+    with pytest.raises(ConfigError, match=re.escape(fragment)):  # `accelrl eval`: exit 2
+        evaluate_run(run, 3, render=tmp_path / render, render_episodes=render_episodes)
     assert not (run / "eval.json").exists()
