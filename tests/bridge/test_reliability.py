@@ -16,7 +16,9 @@ SMALL = [
 
 def test_actors_killed_again_and_again(tmp_path):
     server, port = serve(tmp_path / "run", "total_env_steps=100000000", *SMALL)
-    actors = [actor(port, num_envs=4), actor(port, num_envs=4)]
+    # actor 1 keeps two messages of 2 envs in flight (--groups 2), actor 0 one of 4
+    groups = [(), ("--groups", "2")]
+    actors = [actor(port, num_envs=4, extra=groups[i]) for i in range(2)]
     try:
         server.wait_for(r"actors 2", 90)
         before = max(updates(server))
@@ -25,7 +27,7 @@ def test_actors_killed_again_and_again(tmp_path):
             actors[victim].kill()  # SIGKILL: no goodbye on the stream
             time.sleep(1.0)
             assert server.alive()
-            actors[victim] = actor(port, num_envs=4)
+            actors[victim] = actor(port, num_envs=4, extra=groups[victim])
         n = len(server.lines)
         server.wait_for(r"actors 2", 60)
         time.sleep(4)
