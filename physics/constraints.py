@@ -337,7 +337,8 @@ def solve(
     theorem on the optimality condition g(qacc, inputs) = grad f = 0: d qacc = -H^-1 dg, H the
     Hessian at the solution. They do not go through the Newton iterations: differentiating
     those cost a long compile and, at a constraint boundary, gave derivatives off by orders of
-    magnitude. The warm start has no derivative (the minimizer does not depend on it).
+    magnitude. The warm start has no derivative (the minimizer does not depend on it). The
+    row forces come from the jar the Newton steps carry, with its derivative from d qacc.
     """
     search = {"exact": _line_search, "newton": _line_search_newton}[line_search]
     # a numpy constant: the custom_jvp functions below must not close over traced values
@@ -365,6 +366,8 @@ def solve(
 
     @jax.custom_jvp
     def minimize(M, qacc_smooth, J, aref, D, R, bounds, x0):  # noqa: ANN001, ANN202
+        """(qacc, jar) at the minimizer, jar = J_full qacc - aref as carried by the steps."""
+
         def newton(_: int, carry: tuple) -> tuple:
             qacc, jar, resid = carry
             grad = resid + rows_t(J, D * _clipped_jar(jar, R, bounds))
@@ -376,17 +379,24 @@ def solve(
             return qacc + alpha * step, jar + alpha * jd, resid + alpha * m_step
 
         init = (x0, row_values(J, unit_rows, x0) - aref, M @ (x0 - qacc_smooth))
-        return jax.lax.fori_loop(0, iterations, newton, init)[0]
+        qacc, jar, _ = jax.lax.fori_loop(0, iterations, newton, init)
+        return qacc, jar
 
     @minimize.defjvp
-    def minimize_jvp(primals: tuple, tangents: tuple) -> tuple[jax.Array, jax.Array]:
-        qacc = minimize(*primals)
+    def minimize_jvp(primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
+        qacc, jar = minimize(*primals)
         inputs, d_inputs = primals[:-1], tangents[:-1]
         _, dg = jax.jvp(lambda *a: gradient(*a, qacc), inputs, d_inputs)
         M, _, J, aref, D, R, bounds = inputs
-        H = hessian(M, J, D, R, bounds, row_values(J, unit_rows, qacc) - aref)
-        return qacc, -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), dg)
+        H = hessian(M, J, D, R, bounds, jar)
+        d_qacc = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), dg)
+        _, d_jar = jax.jvp(
+            lambda J, aref, qacc: row_values(J, unit_rows, qacc) - aref,
+            (J, aref, qacc),
+            (d_inputs[2], d_inputs[3], d_qacc),
+        )
+        return (qacc, jar), (d_qacc, d_jar)
 
-    qacc = minimize(M, qacc_smooth, J, aref, D, R, bounds, x0)
-    force = -D * _clipped_jar(row_values(J, unit_rows, qacc) - aref, R, bounds)
+    qacc, jar = minimize(M, qacc_smooth, J, aref, D, R, bounds, x0)
+    force = -D * _clipped_jar(jar, R, bounds)
     return SolverResult(qacc, rows_t(J, force), force)
