@@ -86,8 +86,9 @@ def run_bridge_episodes(
     return summarize_episodes(returns, lengths, finished), videos
 
 
-def _render_env(config: TrainConfig, path: Path, episodes: int, recorded: int) -> Any:
-    """An env of the run that renders rgb_array frames, checked on one frame; else ConfigError."""
+def _check_render(config: TrainConfig, path: Path, episodes: int, recorded: int) -> None:
+    """ConfigError unless `path` is a video and the run's env draws rgb_array frames (one
+    frame is drawn to find out)."""
     if Path(path).suffix.lower() not in VIDEO_SUFFIXES:
         raise ConfigError(
             f"cannot render to {path}: a bridge run renders to {VIDEO_SUFFIXES} (the HTML viewer "
@@ -110,7 +111,6 @@ def _render_env(config: TrainConfig, path: Path, episodes: int, recorded: int) -
     if not (isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[-1] == 3):
         detail = f": {frame}" if isinstance(frame, Exception) else ""
         raise ConfigError(f"bridge.env {b.env!r} cannot render rgb_array frames{detail}")
-    return frame
 
 
 def evaluate_bridge_run(
@@ -125,7 +125,7 @@ def evaluate_bridge_run(
     with `render` (.gif or .mp4) the first `render_episodes` episodes' frames."""
     recorded = 0
     if render is not None:
-        _render_env(config, render, episodes, render_episodes)
+        _check_render(config, render, episodes, render_episodes)
         recorded = render_episodes
     b = config.bridge
     try:  # the episodes run here, in this process: the env must be one it can build

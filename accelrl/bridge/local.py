@@ -29,9 +29,8 @@ QUICK_EXITS_TO_GIVE_UP = 3
 """Start-up failures in a row, of one actor, that stop the run."""
 LOG_LINES_QUOTED = 8
 """Lines of a failing actor's last start that its error quotes."""
-
-
 START_MARK = "--- accelrl: actor started"
+"""The line each start of an actor writes to its log first."""
 
 
 class LocalActorsFailed(RuntimeError):
@@ -173,17 +172,19 @@ def train_bridge(
     server = BridgeServer(config, run_dir, resume=resume, progress=progress)
 
     def on_listening(host: str, port: int) -> None:
-        (progress or Progress()).line(f"listening on {host}:{port}", force=True)
-        (progress or Progress()).line(
+        log_dir = Path(run_dir) / "actors"
+        out = progress or Progress()
+        out.line(f"listening on {host}:{port}", force=True)
+        out.line(
             f"starting {b.num_actors} local actors x {b.envs_per_actor} envs; their output: "
-            f"{Path(run_dir) / 'actors'}/actor-<i>.log",
+            f"{log_dir}/actor-<i>.log",
             force=True,
         )
         actors = LocalActors(
             config,
             f"{host}:{port}",
             on_give_up=server.abort,
-            log_dir=Path(run_dir) / "actors",
+            log_dir=log_dir,
             token=config.bridge.token or os.environ.get("ACCELRL_BRIDGE_TOKEN", ""),
         )
         holder["actors"] = actors
