@@ -261,6 +261,7 @@ def _mass_and_com_jacobians(sys: System) -> tuple[jax.Array, jax.Array]:
     return m, kinematics.point_jacobian(sys, kin, kin.xipos, np.arange(sys.nbody))
 
 
+@math.full_precision
 def invweights(sys: System) -> tuple[jax.Array, jax.Array]:
     """(body_invweight0 [nbody, 2], dof_invweight0 [nv]) at qpos0, as MuJoCo's mj_setConst.
 
@@ -449,6 +450,7 @@ def _cost(
     return 0.5 * dq @ M @ dq + con.row_cost(jar, D, R, bounds)
 
 
+@math.full_precision
 def solve_constraints(
     sys: System,
     state,  # noqa: ANN001
@@ -544,6 +546,7 @@ def _cfrc_ext(sys: System, kin: kinematics.Kinematics, lay: _Layout, c: ContactS
 # --------------------------------------------------------------------------- accessors
 
 
+@math.full_precision
 def contact_forces(sys: System, state) -> jax.Array:  # noqa: ANN001
     """[ncon, 3] world-frame force of each candidate contact slot on geom2 (zero if inactive).
 
@@ -560,6 +563,7 @@ def contact_geoms(sys: System) -> np.ndarray:
     return np.stack([lay.pair_g1[lay.slot_pair], lay.pair_g2[lay.slot_pair]], axis=-1)
 
 
+@math.full_precision
 def external_contact_forces(sys: System, state) -> jax.Array:  # noqa: ANN001
     """[nbody, 6] MuJoCo's cfrc_ext from contacts (after mj_rnePostConstraint).
 

@@ -16,6 +16,7 @@ from physics.kinematics import Kinematics
 from physics.system import JNT_HINGE, JNT_SLIDE, System
 
 
+@math.full_precision
 def mass_matrix(sys: System, kin: Kinematics) -> jax.Array:
     """Joint-space inertia M [nv, nv] including armature (MuJoCo's qM / mj_fullM).
 
@@ -30,6 +31,7 @@ def mass_matrix(sys: System, kin: Kinematics) -> jax.Array:
     return m + jnp.diag(sys.dof_armature)
 
 
+@math.full_precision
 def bias_force(sys: System, kin: Kinematics, cvel: jax.Array, qd: jax.Array) -> jax.Array:
     """Coriolis, centrifugal and gravity forces (MuJoCo's qfrc_bias, RNE with qacc = 0)."""
     topo = sys.topology
@@ -60,6 +62,7 @@ def transmission(
     return to_q, moment
 
 
+@math.full_precision
 def passive_force(sys: System, q: jax.Array, qd: jax.Array) -> jax.Array:
     """Joint damping, hinge/slide stiffness and fixed-tendon springs and dampers (MuJoCo's
     qfrc_passive)."""
@@ -80,6 +83,7 @@ def passive_force(sys: System, q: jax.Array, qd: jax.Array) -> jax.Array:
     return force
 
 
+@math.full_precision
 def actuator_force(sys: System, q: jax.Array, qd: jax.Array, ctrl: jax.Array) -> jax.Array:
     """Actuator forces in joint space (MuJoCo's qfrc_actuator): with ctrl clipped to ctrlrange,
     force = gain * ctrl + bias . (1, length, velocity), clipped to forcerange, applied through

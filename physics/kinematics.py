@@ -74,6 +74,7 @@ def _compose(pa: jax.Array, ra: jax.Array, pb: jax.Array, rb: jax.Array) -> tupl
     return pa + math.mat_vec(ra, pb), math.mat_mul(ra, rb)
 
 
+@math.full_precision
 def forward_kinematics(sys: System, q: jax.Array) -> Kinematics:
     """Body and geom frames, motion subspaces and spatial inertias at configuration ``q``."""
     topo = sys.topology
@@ -179,11 +180,13 @@ def _motion_subspace(
     return jnp.concatenate([is_rot * axis, is_rot * lin + (1 - is_rot) * axis], axis=-1)
 
 
+@math.full_precision
 def com_velocity(sys: System, cdof: jax.Array, qd: jax.Array) -> jax.Array:
     """cvel [nbody, 6]: spatial velocity of each body (angular; linear at the tree com)."""
     return math.static_matmul(sys.topology.body_dof, cdof * qd[:, None])
 
 
+@math.full_precision
 def point_jacobian(
     sys: System, kin: Kinematics, point: jax.Array, body: int | np.ndarray
 ) -> jax.Array:

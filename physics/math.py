@@ -6,9 +6,28 @@ in world orientation at a reference point, as MuJoCo's ``cdof``/``cvel``/``ciner
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import TypeVar
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+F = TypeVar("F", bound=Callable)
+
+
+def full_precision(fn: F) -> F:
+    """Traces ``fn`` with float32 matrix products. On GPUs JAX's default precision lets XLA
+    use TF32 (a 10-bit mantissa), which is fine for networks but breaks dynamics that must
+    match MuJoCo to 1e-4; the tiny per-world products cost the same either way."""
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        with jax.default_matmul_precision("float32"):
+            return fn(*args, **kwargs)
+
+    return wrapped  # type: ignore[return-value]
 
 
 def quat_mul(a: jax.Array, b: jax.Array) -> jax.Array:

@@ -62,6 +62,7 @@ class State(NamedTuple):
         return self.kin.xipos
 
 
+@math.full_precision
 def body_velocity(sys: System, state: State) -> tuple[jax.Array, jax.Array]:
     """World-frame (angular, linear) velocity of each body; linear at the body's centre of mass."""
     ref = state.kin.subtree_com[sys.topology.body_root]
@@ -69,12 +70,14 @@ def body_velocity(sys: System, state: State) -> tuple[jax.Array, jax.Array]:
     return ang, lin + jnp.cross(ang, state.kin.xipos - ref)
 
 
+@math.full_precision
 def center_of_mass(sys: System, state: State) -> jax.Array:
     """[3] centre of mass of all moving bodies."""
     mass = sys.body_mass
     return (mass @ state.kin.xipos) / jnp.sum(mass)
 
 
+@math.full_precision
 def init(sys: System, q: jax.Array | None = None, qd: jax.Array | None = None) -> State:
     """State at ``q`` (default: qpos0) and ``qd`` (default: zeros)."""
     dtype = sys.body_mass.dtype
@@ -96,6 +99,7 @@ def init(sys: System, q: jax.Array | None = None, qd: jax.Array | None = None) -
     )
 
 
+@math.full_precision
 def smooth_force(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
     """qfrc_smooth = passive + actuator - bias (all forces but constraints)."""
     bias = dynamics.bias_force(sys, state.kin, state.cvel, state.qd)
@@ -103,6 +107,7 @@ def smooth_force(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
     return passive + dynamics.actuator_force(sys, state.q, state.qd, ctrl) - bias
 
 
+@math.full_precision
 def constraint_force(
     sys: System, state: State, mass: jax.Array, qfrc_smooth: jax.Array
 ) -> jax.Array:
@@ -115,6 +120,7 @@ def constraint_force(
     return contact.solve_constraints(sys, state, mass, qfrc_smooth).qfrc_constraint
 
 
+@math.full_precision
 def forward(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
     """Contact-free qacc = M^-1 qfrc_smooth (MuJoCo's mj_forward qacc with constraints off)."""
     m = dynamics.mass_matrix(sys, state.kin)
@@ -158,6 +164,7 @@ def _substep(sys: System, state: State, ctrl: jax.Array) -> State:
     return State(q, qd, state.time + dt, kin, cvel, res.qacc, fc, res.contact, res.cfrc_ext)
 
 
+@math.full_precision
 def step(sys: System, state: State, ctrl: jax.Array, n_substeps: int = 1) -> State:
     """Advances ``n_substeps`` timesteps with ``ctrl`` held (lax.scan over substeps).
 
