@@ -43,7 +43,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
 
-CHILD_ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
+# children find the repo first and keep any PYTHONPATH they were given (gpu.sh's wheels)
+CHILD_ENV = {
+    **os.environ,
+    "JAX_PLATFORMS": "cpu",
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+}
 
 
 # ----------------------------------------------------------------------------- child roles
@@ -337,6 +342,17 @@ def bench(
     return rows
 
 
+def parse_point(text: str) -> tuple[int, int, int]:
+    """`A:E:G` -> (actors, envs per actor, groups), each a positive integer, G dividing E."""
+    try:
+        actors, envs, groups = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise SystemExit(f"point {text!r}: expected actors:envs_per_actor:groups") from None
+    if min(actors, envs, groups) < 1 or envs % groups:
+        raise SystemExit(f"point {text!r}: need positive counts and groups dividing envs")
+    return actors, envs, groups
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--role", choices=["local", "echo"])
@@ -347,6 +363,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-pong", action="store_true")
+    parser.add_argument(
+        "--pong-points",
+        nargs="+",
+        metavar="A:E:G",
+        help="Pong points as actors:envs_per_actor:groups (default: by --quick)",
+    )
     args = parser.parse_args()
     if args.role == "local":
         print(json.dumps(role_local(args.env, args.num_envs, args.seconds)))
@@ -369,11 +391,12 @@ def main() -> None:
     common = ["bridge.max_batch=128", "bridge.max_envs=512", "bridge.deadline_ms=2"]
     rows = bench("trivial:4", "cartpole_vtrace_bridge", common, trivial_points, seconds)
     if not args.no_pong:
-        pong_points = (
-            [(1, 8, 2), (2, 8, 1)]
-            if args.quick
-            else [(1, 8, 1), (1, 8, 2), (1, 16, 2), (2, 8, 1), (2, 8, 2), (2, 16, 2)]
-        )
+        if args.pong_points:
+            pong_points = [parse_point(p) for p in args.pong_points]
+        elif args.quick:
+            pong_points = [(1, 8, 2), (2, 8, 1)]
+        else:
+            pong_points = [(1, 8, 1), (1, 8, 2), (1, 16, 2), (2, 8, 1), (2, 8, 2), (2, 16, 2)]
         rows += bench(
             "gymnasium:ALE/Pong-v5",
             "pong_vtrace_bridge",

@@ -23,7 +23,8 @@ from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
-RESULTS_DIR = BENCH_DIR / "results"
+# ACCELRL_BENCH_RESULTS redirects every result (gpu.sh's CPU dry run keeps the real ones intact)
+RESULTS_DIR = Path(os.environ.get("ACCELRL_BENCH_RESULTS", BENCH_DIR / "results"))
 
 _PACKAGES = ["jax", "jaxlib", "flax", "optax", "chex", "rlax", "numpy"]
 

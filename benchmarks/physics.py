@@ -34,7 +34,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from common import (
-    RESULTS_DIR,
     load_average,
     machine_info,
     print_table,
@@ -218,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     name = "physics_quick" if args.quick else "physics"
     peer_notes = [f"{e}: {peers[e]['error']}" for e in PEERS if "error" in peers[e]]
     versions = {e: peers[e].get("versions") for e in PEERS if "versions" in peers[e]}
-    write_result(
+    json_path, _ = write_result(
         name,
         {
             "title": "Physics: Ant with contacts and joint limits, "
@@ -248,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             ],
         },
     )
-    png = plot(results, ref["steps_per_s"], peers, RESULTS_DIR / f"{name}.png")
+    # beside the JSON, so a GPU run's plot gets its `_gpu` suffix too
+    png = plot(results, ref["steps_per_s"], peers, json_path.with_suffix(".png"))
     print(f"plot: {png}" if png else "plot: matplotlib not installed, skipped")
     return 0
 
