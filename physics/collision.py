@@ -305,10 +305,17 @@ def collide_capsule_capsule(
     ends2 = jax.vmap(_segment_closest, (None, None, 0))(p2, q2, ends1)
     dist_p, pos_p, n_p = jax.vmap(_sphere_sphere_raw, (0, None, 0, None))(ends1, r1, ends2, r2)
 
-    single = jnp.array([0.0, FAR])
-    dist = jnp.where(parallel, dist_p, jnp.stack([dist0, dist0]) + single)
-    pos = jnp.where(parallel, pos_p, jnp.stack([pos0, pos0]))
-    normal = jnp.where(parallel, n_p, jnp.stack([n0, n0]))
+    return _two_or_one(parallel, (dist_p, pos_p, n_p), (dist0, pos0, n0))
+
+
+def _two_or_one(use_two: jax.Array, two: tuple, one: tuple) -> Contact:
+    """2 slots: the `two` contacts ([2] dist, [2, 3] pos and normal) where `use_two`, else the
+    single contact `one` in slot 1 with slot 2 pushed out of range."""
+    dist2, pos2, n2 = two
+    dist1, pos1, n1 = one
+    dist = jnp.where(use_two, dist2, jnp.stack([dist1, dist1]) + jnp.array([0.0, FAR]))
+    pos = jnp.where(use_two, pos2, jnp.stack([pos1, pos1]))
+    normal = jnp.where(use_two, n2, jnp.stack([n1, n1]))
     return _stack(dist, pos, normal)
 
 
@@ -373,10 +380,7 @@ def collide_capsule_box(
     dist_c, pos_c, n_c = jax.vmap(_point_box, (0, None, None, None, None))(
         centres, r, pos2, mat2, size2
     )
-    dist = jnp.where(use_clip, dist_c, jnp.stack([dist0, dist0]) + jnp.array([0.0, FAR]))
-    pos = jnp.where(use_clip, pos_c, jnp.stack([pos0, pos0]))
-    normal = jnp.where(use_clip, n_c, jnp.stack([n0, n0]))
-    return _stack(dist, pos, normal)
+    return _two_or_one(use_clip, (dist_c, pos_c, n_c), (dist0, pos0, n0))
 
 
 def collide_plane_cylinder(
