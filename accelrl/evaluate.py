@@ -209,13 +209,11 @@ def evaluate_recorded(
     return record_episodes(env, policy, initial, episodes, qpos_recorder(env, recorded), seed)
 
 
-def _check_render(config: TrainConfig, path: Path, episodes: int, recorded: int) -> Any:
+def _check_render(config: TrainConfig, path: Path) -> Any:
     """The run's bare env when `path` can be rendered from it, else ConfigError."""
     check_target(path)
     if path.suffix.lower() in VIDEO_SUFFIXES:
         gl.backend()  # no OpenGL: fail now, not after the evaluation
-    if not 1 <= recorded <= episodes:
-        raise ConfigError(f"render episodes must be in 1..{episodes} (--episodes), got {recorded}")
     base = renderable(make(config.env.name), config.env.name)
     if config.algorithm != "vtrace":
         raise ConfigError(f"rendering supports vtrace runs, this one is {config.algorithm!r}")
@@ -237,12 +235,16 @@ def evaluate_run(
     """
     run_dir = Path(run_dir)
     config = load_config(run_dir / "config.yaml")
+    if render is not None and not 1 <= render_episodes <= episodes:
+        raise ConfigError(
+            f"render episodes must be in 1..{episodes} (--episodes), got {render_episodes}"
+        )
     if config.bridge.env:  # a bridge run: its CPU env is stepped in-process
         from accelrl.bridge.evaluate import evaluate_bridge_run
 
         return evaluate_bridge_run(run_dir, config, episodes, seed, render, render_episodes)
     trainer = make_fused_trainer(config)  # (a ConfigError when the env cannot be made)
-    base = None if render is None else _check_render(config, render, episodes, render_episodes)
+    base = None if render is None else _check_render(config, render)
     checkpointer = Checkpointer(run_dir / "checkpoints")
     try:
         state = checkpointer.restore_latest(trainer.init(jax.random.PRNGKey(config.seed)))
