@@ -180,7 +180,6 @@ def _motion_subspace(
     return jnp.concatenate([is_rot * axis, is_rot * lin + (1 - is_rot) * axis], axis=-1)
 
 
-@math.full_precision
 def com_velocity(sys: System, cdof: jax.Array, qd: jax.Array) -> jax.Array:
     """cvel [nbody, 6]: spatial velocity of each body (angular; linear at the tree com)."""
     return math.static_matmul(sys.topology.body_dof, cdof * qd[:, None])
