@@ -15,7 +15,8 @@
 # tool's output folder) they are also packed into $OUT/gpu_results.tar.gz. Every step has its
 # own time limit and a failing step does not stop the rest; the exit status says whether all
 # passed. Environment: PYTHON (interpreter, default .venv/bin/python or python3),
-# GPU_TEST_SECONDS / GPU_BENCH_SECONDS / GPU_BRIDGE_SECONDS (per-step limits), GPU_TRAIN_MINUTES (Ant training).
+# GPU_TEST_SECONDS / GPU_BENCH_SECONDS / GPU_BRIDGE_SECONDS (per-step limits),
+# GPU_TRAIN_MINUTES (Ant training).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,8 +75,9 @@ BENCH_SECONDS=${GPU_BENCH_SECONDS:-100}
 BRIDGE_SECONDS=${GPU_BRIDGE_SECONDS:-200}
 # Ant training budget, compile included (the issue's target: return >= 6000 within 5 min).
 TRAIN_MINUTES=${GPU_TRAIN_MINUTES:-5}
+ALL_STEPS=(tests physics train ant_training fused_loop bridge)
 STEPS=("$@")
-((${#STEPS[@]})) || STEPS=(tests physics train ant_training fused_loop bridge)
+((${#STEPS[@]})) || STEPS=("${ALL_STEPS[@]}")
 
 failed=()
 step() {  # step NAME SECONDS COMMAND...: run with a limit, log to $LOGS/NAME.log
@@ -106,7 +108,7 @@ for name in "${STEPS[@]}"; do
     # the bridge with inference on the accelerator: Pong acting through it against Pong alone
     bridge) step bridge "$BRIDGE_SECONDS" "$PY" benchmarks/bridge.py --quick \
       --pong-points $PONG_POINTS ;;
-    *) echo "unknown step $name (tests physics train ant_training fused_loop bridge)"; exit 2 ;;
+    *) echo "unknown step $name (steps: ${ALL_STEPS[*]})"; exit 2 ;;
   esac
 done
 
