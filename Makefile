@@ -50,13 +50,14 @@ grf: $(STAMP)
 	# Its engine build script runs `python3 -c "import psutil"`: put the venv first on PATH.
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pip install --no-build-isolation "gfootball==2.10.2"
 
-# The benchmarks' peers (Brax's PPO and physics, MJX) in a venv of their own, beside .venv:
-# Brax 0.14.2's trainers need jax < 0.10. benchmarks/peers.py runs in it. Same pins as the
+# The benchmarks' peers (Brax's PPO and physics, MJX, gymnax's CartPole) in a venv of their own,
+# beside .venv: Brax 0.14.2's trainers need jax < 0.10. benchmarks/peers.py runs in it. Same pins as the
 # `peers` extra in pyproject.toml.
 PEERS_VENV := .venv-peers
 peers:
 	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
-	$(PEERS_VENV)/bin/python -m pip install --quiet "jax<0.10" "brax==0.14.2" "mujoco-mjx==3.17.0"
+	$(PEERS_VENV)/bin/python -m pip install --quiet "jax<0.10" "brax==0.14.2" "mujoco-mjx==3.17.0" \
+		"gymnax==1.0.1" six
 
 clean:
 	rm -rf $(VENV) $(PEERS_VENV) runs .pytest_cache

@@ -221,7 +221,7 @@ def read_scalars(run_dir: Path) -> dict[str, list[tuple[int, float, float]]]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Peers (Brax, MJX) run by benchmarks/peers.py in their own interpreter
+# Peers (Brax, MJX, gymnax) run by benchmarks/peers.py in their own interpreter
 
 PEERS_VENV_PYTHON = REPO_ROOT / ".venv-peers" / "bin" / "python"
 
@@ -238,8 +238,8 @@ def peer_python() -> tuple[str | None, str | None]:
     if PEERS_VENV_PYTHON.exists():
         return str(PEERS_VENV_PYTHON), None
     return None, (
-        "no peers interpreter: run `make peers` (builds .venv-peers with Brax 0.14.2, MJX and "
-        "jax < 0.10, which Brax's trainers need) or set ACCELRL_PEERS_PYTHON"
+        "no peers interpreter: run `make peers` (builds .venv-peers with Brax 0.14.2, MJX, gymnax "
+        "and jax < 0.10, which Brax's trainers need) or set ACCELRL_PEERS_PYTHON"
     )
 
 

@@ -35,16 +35,25 @@ def test_script_starts(script, tmp_path):
     assert "usage:" in out.stdout
 
 
-def test_peers_script_starts_without_the_peers_installed(tmp_path):
+@pytest.mark.parametrize(
+    "command, option",
+    [
+        ("ppo", "--num-envs"),
+        ("step", "--engine"),
+        ("cartpole", "--lengths"),
+        ("ppo_cartpole", "--seeds"),
+    ],
+)
+def test_peers_script_starts_without_the_peers_installed(tmp_path, command, option):
     """benchmarks/peers.py runs in the peers venv (`make peers`); its --help needs nothing."""
     out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "peers.py"), "step", "--help"],
+        [sys.executable, str(ROOT / "benchmarks" / "peers.py"), command, "--help"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert out.returncode == 0 and "--engine" in out.stdout, out.stderr[-3000:]
+    assert out.returncode == 0 and option in out.stdout, out.stderr[-3000:]
 
 
 def test_a_failing_peer_is_reported_not_raised(monkeypatch):
