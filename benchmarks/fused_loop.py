@@ -34,7 +34,15 @@ if __package__ in (None, ""):
 import jax
 import jax.numpy as jnp
 import numpy as np
-from common import load_average, machine_info, print_table, read_scalars, timer, write_result
+from common import (
+    load_average,
+    machine_info,
+    print_table,
+    read_scalars,
+    run_peer,
+    timer,
+    write_result,
+)
 
 import accelrl.train as train_module
 from accelrl.config import TrainConfig, apply_overrides
@@ -289,6 +297,7 @@ def bench_config(
         "compile_wall_s": compile_t["wall"],
         "compile_cpu_s": compile_t["cpu"],
         "env_only_compile_wall_s": env_compile["wall"],
+        "env_only_steps_per_call": env_steps,
         "train": tp["train"],
         "env_only": tp["env"],
         "ratio_best": tp["train"]["sps_best"] / tp["env"]["sps_best"],
@@ -450,6 +459,46 @@ def time_to_solve_cached(seed: int, quick: bool) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------------------------
 
 
+def gymnax_env_only(batches: list[dict[str, Any]], min_seconds: float) -> dict[Any, Any]:
+    """gymnax's CartPole env-only SPS at each measured batch and steps per call, by num_envs
+    (plus "versions", or "error" when the peers interpreter is missing or fails)."""
+    if not batches:
+        return {}
+    sizes = [str(b["num_envs"]) for b in batches]
+    lengths = [str(b["env_only_steps_per_call"] // b["num_envs"]) for b in batches]
+    result = run_peer(
+        ["cartpole", "--batches", *sizes, "--lengths", *lengths, "--seconds", str(min_seconds)],
+        timeout=600,
+    )
+    if "error" in result:
+        return {"error": result["error"]}
+    by_batch: dict[Any, Any] = {r["batch"]: r["steps_per_s"] for r in result["batches"]}
+    return {**by_batch, "versions": result["versions"]}
+
+
+PPO_PEER_LABEL = "PPO, PureJaxRL's default config, on gymnax (peer, this run)"
+
+
+def ppo_peer(seeds: list[int], quick: bool) -> dict[str, Any]:
+    """benchmarks/peers.py's PPO (PureJaxRL's CartPole config on gymnax) at `seeds`, in the
+    peers interpreter: {"runs": [...], "versions": ...} or {"error": why}. Not in --quick."""
+    if quick or not seeds:
+        return {}
+    print(f"peer: PPO with PureJaxRL's config on gymnax, seeds {seeds} ...", flush=True)
+    seed_args = [str(s) for s in seeds]
+    return run_peer(
+        ["ppo_cartpole", "--seeds", *seed_args, "--solve-return", str(SOLVE_RETURN)],
+        timeout=120 + 60 * len(seeds),
+    )
+
+
+def peer_versions(result: dict[Any, Any]) -> str:
+    """A peer's versions for a table note, or why it was not measured."""
+    if "error" in result:
+        return f"not measured: {result['error']}"
+    return ", ".join(f"{k} {v}" for k, v in result.get("versions", {}).items()) or "not run"
+
+
 def _fmt_range(values: list[float]) -> str:
     lo, hi = values
     return f"{lo:,.0f}–{hi:,.0f}"
@@ -516,6 +565,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"batch {num_envs} envs ...", flush=True)
         batches.append(bench_batch(num_envs, args))
 
+    print("peer: gymnax CartPole env-only ...", flush=True)
+    gymnax = gymnax_env_only(batches, args.min_seconds)
+    ppo = ppo_peer(args.seeds, q)
+
     # ------------------------------------------------------------------ tables
     ref = REFERENCE_PUREJAXRL_PPO
     sps_cols = [
@@ -526,6 +579,8 @@ def main(argv: list[str] | None = None) -> int:
         "train SPS",
         "env-only SPS",
         "ratio",
+        "gymnax env-only SPS",
+        "env-only / gymnax",
         "train SPS/CPU-s",
         "env-only SPS/CPU-s",
         "ratio (CPU)",
@@ -540,6 +595,8 @@ def main(argv: list[str] | None = None) -> int:
             b["train"]["sps_best"],
             b["env_only"]["sps_best"],
             b["ratio_best"],
+            gymnax.get(b["num_envs"]),
+            b["env_only"]["sps_best"] / gymnax[b["num_envs"]] if b["num_envs"] in gymnax else None,
             b["train"]["sps_per_cpu_second_best"],
             b["env_only"]["sps_per_cpu_second_best"],
             b["ratio_per_cpu_second"],
@@ -555,6 +612,8 @@ def main(argv: list[str] | None = None) -> int:
             None,
             _fmt_range(ref["train_sps"]),
             _fmt_range(ref["env_only_sps"]),
+            None,
+            None,
             None,
             None,
             None,
@@ -595,6 +654,21 @@ def main(argv: list[str] | None = None) -> int:
                 s["load_average"][0] if s["load_average"] else None,
             ]
         )
+    for run in ppo.get("runs", []):
+        solved = run["solved_env_steps"] is not None
+        solve_rows.append(
+            [
+                f"{PPO_PEER_LABEL}, seed {run['seed']}",
+                run["solved_env_steps"] if solved else f"not within {run['total_env_steps']:,}",
+                run["solve_wall_s_incl_compile"],
+                run["solve_wall_s_incl_compile"] - run["compile_wall_s"] if solved else None,
+                None,
+                run["compile_wall_s"],
+                run["train_sps"],
+                None,
+                None,
+            ]
+        )
     solve_rows.append(
         [
             ref["label"],
@@ -618,7 +692,9 @@ def main(argv: list[str] | None = None) -> int:
                 "and a warm-up call. SPS/CPU-s = env steps per CPU second of this process "
                 "(less sensitive to other load). ratio = train / env-only (the upper bound: same "
                 "env stack from make_training_env, random actions, lax.scan over the same "
-                "number of steps, jitted). Reference row: constants, not measured here."
+                "number of steps, jitted). gymnax: its CartPole-v1 (PureJaxRL's env) in the same "
+                "rollout, measured in this run by benchmarks/peers.py in the peers interpreter "
+                f"({peer_versions(gymnax)}). Reference row: constants, not measured here."
             ),
         },
         {
@@ -635,7 +711,13 @@ def main(argv: list[str] | None = None) -> int:
                 "window is counted at its mean. Rows without a cache compile from scratch (the "
                 "fair comparison with the reference); the persistent-cache rows run in fresh "
                 "processes sharing one new cache directory, the second loading the step that "
-                "the first compiled (what re-running `accelrl train` costs)."
+                "the first compiled (what re-running `accelrl train` costs). The PPO peer rows: "
+                "benchmarks/peers.py's PPO with PureJaxRL's default CartPole config (4 envs x "
+                "128 steps, 4 epochs x 4 minibatches, MLP 64x2 tanh; code written for this "
+                "benchmark, PureJaxRL itself is a script, not a package) on gymnax, in the peers "
+                f"interpreter ({peer_versions(ppo)}); the whole run is one jitted call, so its "
+                "solve time is compile + the run's share up to the solving step, and its "
+                "episodes are checked every step."
             )
             if solves
             else None,
@@ -684,6 +766,8 @@ def main(argv: list[str] | None = None) -> int:
         "time_to_solve": solves,
         "time_to_solve_persistent_cache": cached,
         "reference_purejaxrl_ppo": ref,
+        "peer_gymnax_env_only": gymnax,
+        "peer_ppo_cartpole": ppo,
         "tables": tables,
         "notes": [
             f"Total benchmark wall time {time.perf_counter() - started:.0f} s.",
