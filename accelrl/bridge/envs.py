@@ -2,8 +2,9 @@
 
 Ids are `family:name`:
 
-- `gymnasium:<id>`: any registered gymnasium env (`gymnasium:CartPole-v1`). Ids of Atari games
-  (`gymnasium:ALE/Pong-v5`) get the standard Atari preprocessing below.
+- `gymnasium:<id>`: any registered gymnasium env (`gymnasium:CartPole-v1`). Atari games, by
+  any of ale-py's ids (`gymnasium:ALE/Pong-v5`, `gymnasium:PongNoFrameskip-v4`), get the
+  standard Atari preprocessing below.
 - `atari:<Game>`: shorthand for `gymnasium:ALE/<Game>-v5`.
 - `grf:<scenario>`: Google Research Football (`grf:academy_empty_goal_close`), see `make grf`.
 - `trivial:<obs_size>`: a do-nothing env for measuring pure bridge overhead.
@@ -60,7 +61,41 @@ class TrivialEnv:
 
 
 def _is_atari(name: str) -> bool:
-    return name.startswith("ALE/")
+    """Whether gymnasium id `name` is an ALE game (ale-py's ids: `ALE/Pong-v5`,
+    `PongNoFrameskip-v4`, ...); registers ale-py's envs with gymnasium when it is one."""
+    import gymnasium
+
+    if not name.startswith("ALE/"):
+        try:
+            return "ale_py" in str(gymnasium.spec(name).entry_point)
+        except gymnasium.error.Error:  # not registered (yet): maybe one of ale-py's old ids
+            pass
+        except ImportError:  # a `module:Name` id whose module is missing: make says so
+            return False
+    try:
+        import ale_py
+    except ImportError:
+        if name.startswith("ALE/"):
+            raise UnsupportedEnv(
+                f"{name}: Atari games need ale-py: pip install 'accelrl[atari]'"
+            ) from None
+        return False
+    gymnasium.register_envs(ale_py)
+    try:
+        return "ale_py" in str(gymnasium.spec(name).entry_point)
+    except gymnasium.error.Error:
+        return name.startswith("ALE/")  # a misspelt game: make names the closest
+
+
+def _gymnasium_make(env_id: str, name: str, **kwargs: Any) -> Any:
+    """`gymnasium.make(name, **kwargs)`; its failures (unknown id, missing dependency, an env
+    moved out of gymnasium) become UnsupportedEnv naming `env_id`."""
+    import gymnasium
+
+    try:
+        return gymnasium.make(name, **kwargs)
+    except (gymnasium.error.Error, ImportError) as error:
+        raise UnsupportedEnv(f"{env_id}: {error}") from None
 
 
 def make_env(env_id: str, sticky_actions: float = 0.25, render_mode: str | None = None) -> Any:
@@ -83,27 +118,17 @@ def make_env(env_id: str, sticky_actions: float = 0.25, render_mode: str | None 
 
         # only when asked: gymnasium passes render_mode=None on to envs that may not take it
         rendering = {} if render_mode is None else {"render_mode": render_mode}
-        if _is_atari(name):
-            import ale_py
-
-            gymnasium.register_envs(ale_py)
-            env = gymnasium.make(
-                name,
-                frameskip=1,
-                repeat_action_probability=sticky_actions,
-                **rendering,
-            )
-            env = gymnasium.wrappers.AtariPreprocessing(
-                env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True
-            )
-            # real time: the console draws 60 frames/s and an agent step is 4 of them
-            env.metadata = {**env.metadata, "render_fps": 60 / 4}
-            return env
-        try:
-            env = gymnasium.make(name, **rendering)
-        except gymnasium.error.Error as error:  # unknown id, missing dependency, ...
-            raise UnsupportedEnv(f"{env_id}: {error}") from None
-        return _bridgeable(env, env_id)
+        if not _is_atari(name):
+            return _bridgeable(_gymnasium_make(env_id, name, **rendering), env_id)
+        env = _gymnasium_make(
+            env_id, name, frameskip=1, repeat_action_probability=sticky_actions, **rendering
+        )
+        env = gymnasium.wrappers.AtariPreprocessing(
+            env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True
+        )
+        # real time: the console draws 60 frames/s and an agent step is 4 of them
+        env.metadata = {**env.metadata, "render_fps": 60 / 4}
+        return env
     if family == "grf":
         from accelrl.bridge.grf import make_grf_env
 

@@ -96,6 +96,39 @@ def test_unknown_gymnasium_id_is_refused_by_name():
         make_env("gymnasium:NoSuchEnv-v0")
 
 
+def _needs_a_package(**kwargs):
+    raise ImportError("this env needs `pip install some-package`")
+
+
+def test_an_env_that_cannot_import_its_dependency_is_refused_with_its_message():
+    """gymnasium raises a plain ImportError for envs moved out of it (Hopper-v2, the gym
+    compatibility envs) or missing their package: the actor and the server say why."""
+    gymnasium.register("accelrl-test/NeedsPackage-v0", entry_point=_needs_a_package)
+    try:
+        with pytest.raises(UnsupportedEnv, match="NeedsPackage-v0: .*pip install some-package"):
+            make_env("gymnasium:accelrl-test/NeedsPackage-v0")
+        config = apply_overrides(
+            load_preset("cartpole_vtrace_bridge"),
+            ["bridge.env=gymnasium:accelrl-test/NeedsPackage-v0"],
+        )
+        with pytest.raises(ConfigError, match="bridge.env: .*pip install some-package"):
+            server_spec(config)
+    finally:
+        gymnasium.registry.pop("accelrl-test/NeedsPackage-v0")
+
+
+def test_atari_ids_of_every_form_get_the_atari_preprocessing():
+    pytest.importorskip("ale_py", reason="ale-py is not installed (pip install 'accelrl[atari]')")
+    for env_id in ("gymnasium:ALE/Pong-v5", "atari:Pong", "gymnasium:PongNoFrameskip-v4"):
+        env = make_env(env_id)
+        assert isinstance(env, gymnasium.wrappers.AtariPreprocessing), env_id
+        spec = env_spec(env)
+        assert (spec.observation_shape, spec.observation_dtype) == ((84, 84), "uint8"), env_id
+        env.close()
+    with pytest.raises(UnsupportedEnv, match="Pongg.*Did you mean.*Pong"):
+        make_env("gymnasium:ALE/Pongg-v5")
+
+
 def test_local_actors_that_cannot_all_fit_are_a_config_error(tmp_path):
     from accelrl.bridge.local import train_bridge
 
@@ -124,3 +157,30 @@ def test_actor_command_line_errors(capsys):
         assert f"--groups must be in 1..--num-envs (4), got {groups}" in capsys.readouterr().err
     assert main([*common, "--env", "gymnasium:NoSuchEnv-v0"]) == 1
     assert "NoSuchEnv" in capsys.readouterr().err
+
+
+def test_an_actor_the_learner_has_no_room_for_retries_and_gives_up_saying_why(tmp_path):
+    """RESOURCE_EXHAUSTED (room may free up as other actors leave) is retried, not fatal, but
+    the actor says so at once and names the refusal when it gives up."""
+    import subprocess
+    import sys
+
+    from bridge_helpers import ENV, ROOT, serve
+
+    server, port = serve(tmp_path / "run", "bridge.max_envs=4", "total_env_steps=100000000")
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "accelrl.bridge.actor", "--server", f"127.0.0.1:{port}"]
+            + ["--env", "gymnasium:CartPole-v1", "--num-envs", "8", "--give-up-after", "2"],
+            cwd=ROOT,
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 1, out.stderr
+        assert "RESOURCE_EXHAUSTED: no room for 8 more envs on this learner; retrying" in out.stderr
+        assert "giving up (last refusal: RESOURCE_EXHAUSTED: no room for 8" in out.stderr
+        assert server.alive()
+    finally:
+        server.stop()
