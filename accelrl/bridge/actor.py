@@ -13,8 +13,10 @@ the E actions. With `--groups K` the E envs are split into K groups with one mes
 flight (Sample Factory's double-buffered sampling): while the learner chooses one group's
 actions, the actor steps another's, so env stepping overlaps with inference and the round
 trip. After a disconnect (learner restart) it reconnects with exponential backoff and
-resets its envs: the server resets their recurrent state too. It exits when the server says
-training is done, or after `--give-up-after` seconds without a connection.
+resets its envs: the server resets their recurrent state too. A learner with no room for its
+envs (RESOURCE_EXHAUSTED) is retried the same way, as room frees when other actors leave, and
+the actor says so. It exits when the server says training is done, or after `--give-up-after`
+seconds without a connection, naming the last refusal.
 """
 
 from __future__ import annotations
@@ -127,6 +129,7 @@ class Actor:
         """Act until the server says done; reconnect with backoff after disconnects."""
         backoff = 0.05
         self.last_contact = time.monotonic()
+        last_error = ""
         while True:
             try:
                 async with self._channel() as channel:
@@ -136,12 +139,19 @@ class Actor:
             except grpc.aio.AioRpcError as error:
                 if error.code() in FATAL_CODES:
                     raise ActorRejected(f"{error.code().name}: {error.details()}") from None
-                # otherwise (UNAVAILABLE, CANCELLED...): the learner is gone or restarting
+                # otherwise the learner is gone or restarting (UNAVAILABLE, CANCELLED...), or
+                # full for now (RESOURCE_EXHAUSTED: room frees when other actors leave)
+                reason = f"{error.code().name}: {error.details()}"
+                if error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and reason != last_error:
+                    print(f"accelrl actor: {reason}; retrying", file=sys.stderr, flush=True)
+                last_error = reason
             if self.connected_since_backoff:
                 backoff, self.connected_since_backoff = 0.05, False
             if time.monotonic() - self.last_contact > self.give_up_after:
                 raise ConnectionError(
-                    f"no learner at {self.server} for {self.give_up_after:.0f} s; giving up"
+                    f"could not reach a learner at {self.server} that takes this actor for "
+                    f"{self.give_up_after:.0f} s; giving up"
+                    + (f" (last refusal: {last_error})" if last_error else "")
                 )
             await asyncio.sleep(backoff * (0.5 + np.random.random()))
             backoff = min(backoff * 2, 2.0)

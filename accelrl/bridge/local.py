@@ -123,7 +123,8 @@ class LocalActors:
         while not self._stop.wait(0.5):
             for i, proc in enumerate(self.procs):
                 code = proc.poll()
-                if code is None or self._stop.is_set():
+                # status 0: the server said training is done; it stays finished
+                if code is None or code == 0 or self._stop.is_set():
                     continue
                 quick = code > 0 and time.monotonic() - self.started[i] < QUICK_EXIT_S
                 self.quick_exits[i] = self.quick_exits[i] + 1 if quick else 0

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from bridge_helpers import read_scalars, run_cli
 
+from accelrl.bridge.local import START_MARK
+
 
 @pytest.mark.slow
 def test_cartpole_through_bridge_reaches_475(tmp_path):
@@ -29,6 +31,9 @@ def test_cartpole_through_bridge_reaches_475(tmp_path):
     assert windows.max() >= 475, (returns, out.stdout[-2000:])
     assert "listening on 127.0.0.1:" in out.stdout
     assert (run / "checkpoints").exists()
+    # each local actor started once: none died, and none was restarted after training ended
+    for log in sorted((run / "actors").glob("actor-*.log")):
+        assert log.read_text().count(START_MARK) == 1, log.read_text()[-2000:]
     # `accelrl eval` on the bridge run: the saved policy's mode on CartPole-v1, in-process
     evaluated = run_cli("eval", str(run), "--episodes", "4", timeout=300)
     assert evaluated.returncode == 0, evaluated.stdout[-2000:] + evaluated.stderr[-2000:]
