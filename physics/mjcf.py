@@ -134,6 +134,7 @@ _KNOWN = {
         "settotalmass",
         "eulerseq",
         "autolimits",
+        "inertiagrouprange",
         "meshdir",
         "texturedir",
         "assetdir",
@@ -214,6 +215,16 @@ class MJCFWarning(UserWarning):
 
 def _floats(text: str) -> np.ndarray:
     return np.asarray([float(x) for x in text.split()], np.float64)
+
+
+def _merge(out: dict[str, str], attrib: dict[str, str]) -> None:
+    """`out.update(attrib)`, except that a vector attribute of _PARTIAL given with fewer numbers
+    than it has overwrites only those (as MuJoCo reads size, friction, solimp and gear)."""
+    for key, text in attrib.items():
+        if key in _PARTIAL and key in out:
+            given, inherited = text.split(), out[key].split()
+            text = " ".join(given + inherited[len(given) :])
+        out[key] = text
 
 
 def _axis_angle_quat(axis: np.ndarray, angle: float) -> np.ndarray:
@@ -300,6 +311,7 @@ class _Loader:
         self.tendons: dict[str, list[tuple[int, float]]] = {}  # fixed: name -> (joint, coef)
         self.spring_tendons: list[dict] = []  # fixed tendons with a spring or damper
         self.excludes: list[tuple[str, str, ET.Element]] = []
+        self.current: ET.Element | None = None  # the element whose attributes were read last
 
     # ---------------------------------------------------------------- errors and attributes
     def error(self, elem: ET.Element | None, msg: str) -> MJCFError:
@@ -322,11 +334,8 @@ class _Loader:
             out = {k: v for k, v in out.items() if k in _KNOWN[elem.tag]}
         else:
             out = dict(defaults.get(elem.tag, {}))
-        for key, text in elem.attrib.items():
-            if key in _PARTIAL and key in out:  # MuJoCo overwrites only the numbers given
-                given, dflt = text.split(), out[key].split()
-                text = " ".join(given + dflt[len(given) :])
-            out[key] = text
+        self.current = elem  # named if one of its numbers turns out malformed
+        _merge(out, elem.attrib)
         unknown = sorted(set(out) - _KNOWN[elem.tag])
         if unknown:
             raise self.error(elem, f"unsupported attribute(s) {unknown} on <{elem.tag}>")
@@ -364,6 +373,7 @@ class _Loader:
     def parse_compiler(self) -> None:
         self.degree, self.eulerseq, self.inertiafromgeom = True, "xyz", "auto"
         self.settotalmass, self.autolimits = -1.0, True
+        self.inertiagroups = (0, 5)  # geoms of these groups give a body its inertia
         for c in self.root.iter("compiler"):
             a = dict(c.attrib)
             if set(a) - _KNOWN["compiler"]:
@@ -376,6 +386,9 @@ class _Loader:
             self.inertiafromgeom = a.get("inertiafromgeom", self.inertiafromgeom)
             self.settotalmass = float(a.get("settotalmass", self.settotalmass))
             self.autolimits = a.get("autolimits", "true") == "true"
+            if "inertiagrouprange" in a:
+                low, high = (int(v) for v in self.get_floats(c, a, "inertiagrouprange", 0, 2))
+                self.inertiagroups = (low, high)
             if a.get("coordinate", "local") != "local":
                 raise self.error(c, "only coordinate='local' is supported")
             for key, ok in (
@@ -442,8 +455,9 @@ class _Loader:
     def parse_defaults(self) -> None:
         self.classes["main"] = {}
         tops = [d for d in self.root if d.tag == "default"]
-        for top in tops:
-            self._parse_default(top, {}, top.get("class", "main"))
+        for top in tops:  # several (or an included file's own) add to the same main class
+            name = top.get("class", "main")
+            self._parse_default(top, self.classes.get(name, {}), name)
 
     def _parse_default(self, elem: ET.Element, parent: dict, name: str) -> None:
         own = copy.deepcopy(parent)
@@ -453,7 +467,7 @@ class _Loader:
             tag = child.tag
             if tag not in _KNOWN and tag not in _IGNORED and tag != "tendon":
                 raise self.error(child, f"unsupported element <{tag}> in <default>")
-            own.setdefault(tag, {}).update(child.attrib)
+            _merge(own.setdefault(tag, {}), child.attrib)
         self.classes[name] = own
         for child in elem:
             if child.tag == "default":
@@ -477,6 +491,12 @@ class _Loader:
         need = {"quat": 4, "euler": 3, "axisangle": 4, "xyaxes": 6, "zaxis": 3}[key]
         if len(v) != need:
             raise self.error(elem, f"attribute {key!r} needs {need} numbers, got {a[key]!r}")
+        if key == "xyaxes":
+            length = np.linalg.norm(np.cross(v[:3], v[3:]))
+        else:  # the quaternion, rotation axis or z axis (euler has none)
+            length = 1.0 if key == "euler" else np.linalg.norm(v[:4] if key == "quat" else v[:3])
+        if length < 1e-10:
+            raise self.error(elem, f"{key}={a[key]!r} is degenerate (zero length or parallel)")
         if key == "quat":
             return v / np.linalg.norm(v)
         if key == "axisangle":
@@ -654,10 +674,11 @@ class _Loader:
             # MuJoCo points the geom z axis from "to" towards "from"
             pos, quat = (ft[:3] + ft[3:]) / 2, _z_to_vec_quat(ft[:3] - ft[3:])
             half = np.linalg.norm(ft[3:] - ft[:3]) / 2
-            need -= 1
-            if len(size) < need:
-                raise self.error(elem, f"{gname} geom needs size with {need} number(s)")
-            size = np.concatenate([size[:need], [half]])
+            if len(size) < 1:
+                raise self.error(elem, f"{gname} geom with fromto needs size with 1 number")
+            # the radius; a box's half-width in both x and y, as MuJoCo builds it
+            width = size[:1] if t != S.GEOM_BOX else np.repeat(size[:1], 2)
+            size = np.concatenate([width, [half]])
         elif len(size) < need:
             raise self.error(elem, f"{gname} geom needs size with {need} number(s)")
         if t != S.GEOM_PLANE and np.any(size[:need] <= 0):
@@ -681,6 +702,7 @@ class _Loader:
                 "conaffinity": int(a.get("conaffinity", 1)),
                 "condim": int(a.get("condim", 3)),
                 "priority": int(a.get("priority", 0)),
+                "group": int(a.get("group", 0)),
                 "density": float(a.get("density", 1000.0)),
                 "mass": float(a["mass"]) if "mass" in a else None,
                 "margin": float(a.get("margin", 0)),
@@ -898,8 +920,9 @@ class _Loader:
             parts = []
             use_geoms = from_geoms if from_geoms is not None else body["inertial"] is None
             if use_geoms:
+                low, high = self.inertiagroups
                 for g in self.geoms:
-                    if g["body"] == b:
+                    if g["body"] == b and low <= g["group"] <= high:
                         m, inert = self.geom_inertia(g)
                         parts.append((m, g["pos"], inert))
             elif body["inertial"] is not None:
@@ -1164,5 +1187,11 @@ def load_mjcf(
     root, name = _parse(source)
     if root.tag != "mujoco":
         raise MJCFError(f"{name}: root element must be <mujoco>, got <{root.tag}>")
-    sys_ = _Loader(root, name).build()
+    loader = _Loader(root, name)
+    try:
+        sys_ = loader.build()
+    except ValueError as error:  # float()/int() of a malformed number, e.g. pos="0,0,1"
+        if isinstance(error, MJCFError):
+            raise
+        raise loader.error(loader.current, f"invalid attribute value: {error}") from None
     return dataclasses.replace(sys_, max_contacts=max_contacts, newton_steps=newton_steps)

@@ -122,9 +122,51 @@ def test_defaults_childclass_orientations_match_mujoco():
     assert sys.exclude_pairs == ((1, 2),)
 
 
+# Each model below once loaded without a word but built a different model than MuJoCo does.
+ONCE_SILENTLY_WRONG = {
+    "two top-level defaults add to one main class": """
+      <default><geom density="10"/></default>
+      <default><joint damping="1"/></default>
+      <worldbody><body><joint/><geom type="capsule" size="0.1 0.2"/></body></worldbody>""",
+    "a nested default overwrites only the numbers it gives": """
+      <default>
+        <geom type="box" size="0.1 0.2 0.3" solimp="0.9 0.95 0.02 0.5 2"/>
+        <default class="c"><geom size="0.05" solimp="0.8"/></default>
+      </default>
+      <worldbody><body><joint/><geom class="c"/></body></worldbody>""",
+    "a box along fromto is size[0] wide in x and y": """
+      <worldbody><body><joint/>
+        <geom type="box" fromto="0 0 0 0.3 0 0.1" size="0.05 0.02"/>
+      </body></worldbody>""",
+    "geoms outside the inertia groups add no mass": """
+      <worldbody><body><joint/>
+        <geom type="sphere" size="0.1"/>
+        <geom type="sphere" size="0.1" pos="0 0 0.3" group="7" contype="0" conaffinity="0"/>
+      </body></worldbody>""",
+    "compiler inertiagrouprange": """
+      <compiler inertiagrouprange="1 2"/>
+      <worldbody><body><joint/>
+        <geom type="sphere" size="0.1" group="0" mass="5"/>
+        <geom type="sphere" size="0.2" pos="0 0 0.3" group="2"/>
+      </body></worldbody>""",
+}
+
+
+@pytest.mark.parametrize("name", ONCE_SILENTLY_WRONG)
+def test_defaults_fromto_and_inertia_groups_build_mujocos_model(name):
+    xml = f"<mujoco>{ONCE_SILENTLY_WRONG[name]}</mujoco>"
+    sys, m = physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml)
+    _check_against_mujoco(sys, m)
+    np.testing.assert_allclose(np.asarray(sys.geom_solimp), m.geom_solimp, rtol=1e-6)
+
+
 @pytest.mark.parametrize(
     "xml, needle",
     [
+        ('<body quat="0 0 0 0"><joint/><geom size="1"/></body>', "quat='0 0 0 0' is degenerate"),
+        ('<body><joint axis="0 0 1"/><geom size="1" zaxis="0 0 0"/></body>', "zaxis="),
+        ('<body pos="0,0,1"><joint/><geom size="1"/></body>', "invalid attribute value: could not"),
+        ('<body><joint/><geom size="1" condim="3.0"/></body>', "<geom>: invalid attribute value"),
         ('<body><joint type="spiral"/><geom size="1"/></body>', "unknown joint type 'spiral'"),
         ('<body><joint/><geom type="box" size="1 1"/></body>', "box geom needs size"),
         ("<body><joint/></body>", "zero mass"),
