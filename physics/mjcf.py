@@ -58,6 +58,9 @@ _ACTUATOR = {
 } | _VISUAL
 # MuJoCo keeps one actuator default per class, which every actuator element in <default> sets.
 _ACTUATOR_TAGS = ("general", "motor", "position", "velocity")
+# Actuator attributes that set the force model (gain and bias); the others (gear, ranges, ...)
+# are common to every kind.
+_GAIN_BIAS = {"kp", "kv", "gainprm", "biasprm", "gaintype", "biastype", "dyntype"}
 
 # Attributes understood per element; anything else on these elements is an error.
 _KNOWN = {
@@ -327,11 +330,8 @@ class _Loader:
         if cls not in self.classes:
             raise self.error(elem, f"unknown default class {cls!r}")
         defaults = self.classes[cls]
-        if elem.tag in _ACTUATOR_TAGS:  # one default shared by all actuator kinds
-            out = {}
-            for tag in _ACTUATOR_TAGS:
-                out.update(defaults.get(tag, {}))
-            out = {k: v for k, v in out.items() if k in _KNOWN[elem.tag]}
+        if elem.tag in _ACTUATOR_TAGS:
+            out = {**defaults.get("actuator", {}), **self.inherited_force_model(elem, defaults)}
         else:
             out = dict(defaults.get(elem.tag, {}))
         self.current = elem  # named if one of its numbers turns out malformed
@@ -467,13 +467,59 @@ class _Loader:
             tag = child.tag
             if tag not in _KNOWN and tag not in _IGNORED and tag != "tendon":
                 raise self.error(child, f"unsupported element <{tag}> in <default>")
-            _merge(own.setdefault(tag, {}), child.attrib)
+            if tag in _ACTUATOR_TAGS:
+                self._actuator_default(child, own)
+            else:
+                _merge(own.setdefault(tag, {}), child.attrib)
         self.classes[name] = own
         for child in elem:
             if child.tag == "default":
                 if "class" not in child.attrib:
                     raise self.error(child, "nested <default> needs a class")
                 self._parse_default(child, own, child.attrib["class"])
+
+    def _actuator_default(self, elem: ET.Element, own: dict) -> None:
+        """An actuator element in a <default>, stored as MuJoCo resolves it (probed against
+        MuJoCo 4.0): the attributes common to every kind (gear, ranges, ...) go into ONE
+        actuator default in document order (own["actuator"]); kp and kv, or a <general>'s gain
+        and bias parameters, are kept per kind and inherited by child classes
+        (own["actuator_params"]); and own["actuator_force"] names the kind that last set a
+        force model here (every <motor>, <position> or <velocity>; a <general> that gives gain
+        or bias parameters), which is what a <general> actuator of the class inherits."""
+        unknown = sorted(set(elem.attrib) - _KNOWN[elem.tag])
+        if unknown:
+            raise self.error(elem, f"unsupported attribute(s) {unknown} on <{elem.tag}>")
+        common = {k: v for k, v in elem.attrib.items() if k not in _GAIN_BIAS}
+        specific = {k: v for k, v in elem.attrib.items() if k in _GAIN_BIAS}
+        _merge(own.setdefault("actuator", {}), common)
+        _merge(own.setdefault("actuator_params", {}).setdefault(elem.tag, {}), specific)
+        if elem.tag != "general" or specific:
+            own["actuator_force"] = elem.tag
+
+    def inherited_force_model(self, elem: ET.Element, defaults: dict) -> dict[str, str]:
+        """The force-model attributes actuator `elem` takes from its class (see
+        `_actuator_default`): a <motor>, <position> or <velocity> takes its own kind's
+        defaults; a <general> takes the force model of the kind named there (a <position>'s
+        or <velocity>'s as gain and affine bias, a <general>'s parameters, a <motor>'s
+        nothing)."""
+        per_kind = defaults.get("actuator_params", {})
+        kind = defaults.get("actuator_force", "motor")
+        if elem.tag != "general":
+            if kind == "general" and elem.tag != "motor":
+                raise self.error(
+                    elem,
+                    f"a <{elem.tag}> whose class default is a <general> with gain or bias "
+                    f"parameters (MuJoCo derives kp and kv from them): give kp/kv on the "
+                    f"<{elem.tag}> or in a <{elem.tag}> default",
+                )
+            return dict(per_kind.get(elem.tag, {}))
+        if kind in ("position", "velocity"):
+            params = per_kind.get(kind, {})
+            kp = float(params.get("kp", 1.0)) if kind == "position" else 0.0
+            kv = float(params.get("kv", 0.0 if kind == "position" else 1.0))
+            gain = kp if kind == "position" else kv
+            return {"gainprm": f"{gain!r}", "biastype": "affine", "biasprm": f"0 {-kp!r} {-kv!r}"}
+        return dict(per_kind.get("general", {})) if kind == "general" else {}
 
     # ---------------------------------------------------------------- geometry helpers
     def angle(self, v: np.ndarray) -> np.ndarray:

@@ -163,3 +163,59 @@ def test_tendon_springs_and_dampers_match_mujoco():
         mujoco.mj_step(m, d)
     np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=2e-4)
     np.testing.assert_allclose(np.asarray(state.qd), d.qvel, atol=2e-3)
+
+
+# One actuator default per class, as MuJoCo resolves it (each case probed against MuJoCo 4.0).
+ACTUATOR_DEFAULTS = [
+    ('<position kp="30" kv="2"/>', '<position joint="j" kp="5"/>'),
+    ('<velocity kv="5"/>', '<position joint="j"/>'),
+    ('<position kp="30" kv="2"/>', '<velocity joint="j"/>'),
+    ('<position kp="30" kv="2"/>', '<motor joint="j"/>'),
+    ('<position kp="30" kv="2"/>', '<general joint="j"/>'),
+    ('<velocity kv="3"/>', '<general joint="j"/>'),
+    ('<general gainprm="4" biastype="affine" biasprm="1 2 3"/>', '<general joint="j"/>'),
+    ('<general gainprm="4" biastype="affine" biasprm="1 2 3"/>', '<motor joint="j"/>'),
+    ('<motor gear="5"/><position kp="10"/><general gear="7"/>', '<position joint="j"/>'),
+    ('<general gear="7"/><motor gear="5"/>', '<position joint="j"/>'),
+    ('<motor ctrlrange="-1 1" gear="3"/>', '<general joint="j"/>'),
+    (
+        '<position kp="30" gear="2"/><default class="c"><motor gear="3"/></default>',
+        '<position class="c" joint="j"/>',
+    ),
+    (
+        '<position kp="30" gear="2"/><default class="c"><position kv="3"/></default>',
+        '<position class="c" joint="j"/>',
+    ),
+    (
+        '<position kp="30"/><default class="c"><motor gear="3"/></default>',
+        '<general class="c" joint="j"/>',
+    ),
+    (
+        '<position kp="30"/><default class="c"><general gear="3"/></default>',
+        '<general class="c" joint="j"/>',
+    ),
+]
+
+
+@pytest.mark.parametrize("default, actuator", ACTUATOR_DEFAULTS)
+def test_actuator_defaults_resolve_as_mujoco(default, actuator):
+    xml = (
+        f"<mujoco><default>{default}</default><worldbody><body><joint name='j'/>"
+        f"<geom size='0.1'/></body></worldbody><actuator>{actuator}</actuator></mujoco>"
+    )
+    sys, m = physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml)
+    np.testing.assert_allclose(np.asarray(sys.actuator_gain), m.actuator_gainprm[:, 0])
+    np.testing.assert_allclose(np.asarray(sys.actuator_bias), m.actuator_biasprm[:, :3], atol=0)
+    np.testing.assert_allclose(np.asarray(sys.actuator_gear), m.actuator_gear[:, 0])
+    limited = ~np.isinf(np.asarray(sys.actuator_ctrlrange)[:, 0])
+    assert limited.tolist() == m.actuator_ctrllimited.astype(bool).tolist()
+
+
+def test_a_shortcut_actuator_under_a_general_default_is_refused_by_name():
+    xml = (
+        "<mujoco><default><general gainprm='4' biastype='affine' biasprm='1 2 3'/></default>"
+        "<worldbody><body><joint name='j'/><geom size='0.1'/></body></worldbody>"
+        "<actuator><position joint='j'/></actuator></mujoco>"
+    )
+    with pytest.raises(physics.MJCFError, match="<position>: a <position> whose class default"):
+        physics.load_mjcf(xml)
