@@ -13,7 +13,7 @@ Static part (numpy, from the System's static fields, once per model/trace):
 
 Per substep (traced, branchless): every candidate pair is collided (one vmapped call per pair
 type); a slot is active when ``dist < margin``; contact parameters are mixed as MuJoCo's
-``mj_collideGeoms``/``mj_contactParam`` (summed margins and gaps, max friction, solref/solimp
+``mj_collideGeoms``/``mj_contactParam`` (summed margins, max friction, solref/solimp
 mixed by solmix, priority wins);
 with ``System.max_contacts`` set, only that many deepest slots (a branchless top-k; all active
 ones unless more are active) get solver rows, joint limits are unit rows (no dense products);
@@ -269,7 +269,7 @@ def invweights(sys: System) -> tuple[jax.Array, jax.Array]:
     at its centre of mass (0 for bodies welded to the world; 1/mass and 0 for a child of the
     world moved by slide joints only, without children: MuJoCo's "simple" body). Per dof, the mean
     diagonal of M^-1 over its group: a free joint's translations, its rotations, a ball joint,
-    a hinge/slide alone.
+    a hinge/slide alone; 1/mass for the slides of a simple body (armature left out, as MuJoCo).
     """
     topo = sys.topology
     m, jac = (np.asarray(x, np.float64) for x in _mass_and_com_jacobians(sys))
@@ -278,6 +278,7 @@ def invweights(sys: System) -> tuple[jax.Array, jax.Array]:
     tran, rot = diag[:, 3:].mean(-1), diag[:, :3].mean(-1)
     weld = body_weldid(topo)
     jt = np.asarray(topo.jnt_type)
+    simple = set()
     for b in range(1, topo.nbody):
         js = [j for j in range(topo.njnt) if topo.jnt_body[j] == b]
         if weld[b] == 0:
@@ -289,11 +290,15 @@ def invweights(sys: System) -> tuple[jax.Array, jax.Array]:
             and all(jt[j] == JNT_SLIDE for j in js)
         ):
             tran[b], rot[b] = 1.0 / max(float(sys.body_mass[b]), con.MINVAL), 0.0
+            simple.add(b)
     body = np.stack([tran, rot], axis=-1)
     dof = np.zeros(topo.nv)
     dm = np.diag(minv) if topo.nv else np.zeros(0)
     for j, t in enumerate(jt):
         adr = topo.jnt_dofadr[j]
+        if topo.jnt_body[j] in simple:
+            dof[adr] = tran[topo.jnt_body[j]]
+            continue
         for size in {0: (3, 3), JNT_BALL: (3,)}.get(int(t), (1,)):
             dof[adr : adr + size] = dm[adr : adr + size].mean()
             adr += size
@@ -304,7 +309,10 @@ def invweights(sys: System) -> tuple[jax.Array, jax.Array]:
 
 
 def _pair_params(sys: System, lay: _Layout) -> tuple:
-    """Per-pair (mu, margin, gap, solref, solimp) as MuJoCo's mj_collideGeoms/mj_contactParam."""
+    """Per-pair (mu, margin, solref, solimp) as MuJoCo's mj_collideGeoms/mj_contactParam.
+
+    geom `gap` is left out: in MuJoCo 4.0 it only widens the detection of inactive contacts
+    (reported, never solved), and a contact's rows start at the summed margin."""
     g1, g2, win = lay.pair_g1, lay.pair_g2, lay.pair_win
     w1, w2 = (win == 1)[:, None], (win == 2)[:, None]
 
@@ -326,9 +334,8 @@ def _pair_params(sys: System, lay: _Layout) -> tuple:
     solref = jnp.where(standard, mix * r1 + (1 - mix) * r2, jnp.minimum(r1, r2))
     solref = pick(r1, r2, solref)
     solimp = mix * sys.geom_solimp[g1] + (1 - mix) * sys.geom_solimp[g2]
-    margin = sys.geom_margin[g1] + sys.geom_margin[g2]  # MuJoCo sums margins and gaps
-    gap = sys.geom_gap[g1] + sys.geom_gap[g2]
-    return friction[:, 0], margin, gap, solref, solimp
+    margin = sys.geom_margin[g1] + sys.geom_margin[g2]  # MuJoCo sums the margins
+    return friction[:, 0], margin, solref, solimp
 
 
 def _collide_all(
@@ -387,10 +394,10 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         refs.append(jnp.tile(sys.jnt_solref[lay.lim_jnt], (2, 1)))
         imps.append(jnp.tile(sys.jnt_solimp[lay.lim_jnt], (2, 1)))
     if lay.ncon:
-        mu, margin, gap, solref, solimp = _pair_params(sys, lay)
+        mu, margin, solref, solimp = _pair_params(sys, lay)
         c = _collide_all(sys, kin, lay, margin)
         sp = lay.slot_pair
-        mu, margin, gap, solref, solimp = mu[sp], margin[sp], gap[sp], solref[sp], solimp[sp]
+        mu, margin, solref, solimp = mu[sp], margin[sp], solref[sp], solimp[sp]
         active = c.dist < margin
         cpos = jnp.where(active[:, None], c.pos, kin.geom_xpos[lay.slot_g2])
         sel = _solved_slots(c.dist - margin, sys.max_contacts)
@@ -408,7 +415,7 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
             J = jnp.where(c1[:, None, None], jn[:, None, :], J)
             diag = jnp.where(c1[:, None], tran[:, None], diag)
             rows_ok = rows_ok & ~(c1[:, None] & (jnp.arange(4) > 0))
-        pos = jnp.where(active, c.dist - (margin - gap), 0.0)[sel]
+        pos = jnp.where(active, c.dist - margin, 0.0)[sel]
         Js.append(J.reshape(-1, nv))
         poss.append(jnp.repeat(pos, 4))
         masks.append((active[sel][:, None] & rows_ok).reshape(-1))

@@ -52,6 +52,24 @@ def test_invweights_match_mujoco(name):
     np.testing.assert_allclose(sys.dof_invweight0, m.dof_invweight0, rtol=1e-5, atol=1e-7)
 
 
+SLIDE_ONLY_BODY = """<mujoco><option gravity="0 0 0"/><worldbody>
+  <body pos="0 0 1">
+    <joint type="slide" axis="1 0 0" range="-0.01 0.01" armature="1"/>
+    <joint type="slide" axis="0 1 0" frictionloss="0.05" armature="1"/>
+    <geom type="sphere" size="0.05" mass="0.05"/>
+  </body>
+  <body pos="0 1 1"><joint type="hinge" armature="0.5"/><geom type="sphere" size="0.05"/></body>
+</worldbody></mujoco>"""
+
+
+def test_invweights_of_a_body_moved_by_slides_alone_match_mujoco():
+    """MuJoCo's "simple" body: 1/mass for the body and for each of its slide dofs, armature
+    left out (it softens those dofs' limit and frictionloss rows)."""
+    sys, m = physics.load_mjcf(SLIDE_ONLY_BODY), mujoco.MjModel.from_xml_string(SLIDE_ONLY_BODY)
+    np.testing.assert_allclose(sys.body_invweight0, m.body_invweight0, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(sys.dof_invweight0, m.dof_invweight0, rtol=1e-5, atol=1e-7)
+
+
 def test_contact_pair_filter():
     xml = """
 <mujoco><worldbody>
@@ -352,3 +370,21 @@ def test_stiff_contacts_track_mujoco_with_the_default_newton_steps():
         n_contacts = max(n_contacts, d.ncon)
     assert n_contacts >= 2  # the fall reached the floor
     np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=1e-3)
+
+
+@pytest.mark.parametrize("gap", [0.0, 0.01])
+def test_margin_and_gap_rest_a_ball_where_mujoco_does(gap):
+    """A ball with a contact margin rests about `margin` above the floor; geom gap (in MuJoCo
+    4.0 only a wider detection of inactive contacts) moves it nowhere."""
+    xml = f"""<mujoco><worldbody><geom type="plane" size="1 1 1"/>
+      <body pos="0 0 0.12"><freejoint/>
+        <geom type="sphere" size="0.1" margin="0.05" gap="{gap}"/></body>
+    </worldbody></mujoco>"""
+    sys, m = physics.load_mjcf(xml), _mujoco(xml)
+    d = mujoco.MjData(m)
+    state = physics.init(sys)
+    for _ in range(500):
+        state = step(sys, state, jnp.zeros(0))
+        mujoco.mj_step(m, d)
+    assert d.qpos[2] - 0.1 == pytest.approx(0.0496, abs=1e-3)  # settled within the margin
+    np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=2e-4)
