@@ -170,6 +170,9 @@ _IGNORED = {
     "keyframe",
     "sensor",
 }
+# Defaults of elements this engine refuses wherever a model uses them (a mesh geom, an
+# <equality> or <pair> section): a class may still hold them unused, as asset libraries' do.
+_DEFAULTS_OF_REFUSED = {"mesh", "material", "equality", "pair", "flex"}
 # <option><flag> switches with MuJoCo's defaults, and those that cannot change what this engine
 # simulates (diagnostics, solver and collision internals, features it refuses to load anyway).
 _FLAG_DEFAULTS = {
@@ -465,6 +468,8 @@ class _Loader:
             if child.tag == "default":
                 continue
             tag = child.tag
+            if tag in _DEFAULTS_OF_REFUSED:
+                continue
             if tag not in _KNOWN and tag not in _IGNORED and tag != "tendon":
                 raise self.error(child, f"unsupported element <{tag}> in <default>")
             if tag in _ACTUATOR_TAGS:

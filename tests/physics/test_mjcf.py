@@ -152,6 +152,20 @@ ONCE_SILENTLY_WRONG = {
 }
 
 
+def test_unused_defaults_of_refused_elements_load_and_used_ones_are_refused():
+    """Asset libraries keep mesh, material, equality and pair defaults in their classes: unused,
+    they change nothing; a mesh geom or an <equality> is still refused where it appears, and an
+    unsupported actuator kind in a default is refused (its common attributes would apply to
+    every actuator of the class)."""
+    xml = """<mujoco><default><mesh scale="2 2 2"/><material rgba="1 0 0 1"/>
+      <equality solref="0.01 1"/><pair condim="1"/><geom density="10"/></default>
+      <worldbody><body><joint/><geom type="capsule" size="0.1 0.2"/></body></worldbody></mujoco>"""
+    _check_against_mujoco(physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml))
+    muscle = xml.replace('<pair condim="1"/>', '<muscle ctrlrange="0 1"/>')
+    with pytest.raises(physics.MJCFError, match="unsupported element <muscle> in <default>"):
+        physics.load_mjcf(muscle)
+
+
 @pytest.mark.parametrize("name", ONCE_SILENTLY_WRONG)
 def test_defaults_fromto_and_inertia_groups_build_mujocos_model(name):
     xml = f"<mujoco>{ONCE_SILENTLY_WRONG[name]}</mujoco>"
