@@ -599,7 +599,7 @@ class _Loader:
             if tag in ("joint", "freejoint"):
                 if is_world:
                     raise self.error(child, "joints cannot be attached to the world body")
-                self.add_joint(child, bid, child_cls)
+                self.add_joint(child, bid, child_cls, child_frame)
             elif tag == "geom":
                 self.add_geom(child, bid, child_cls, child_frame)
             elif tag == "inertial":
@@ -629,7 +629,7 @@ class _Loader:
             if child_cls not in self.classes:
                 raise self.error(child, f"unknown childclass {child_cls!r}")
             for inner, inner_cls, inner_frame in self.frame_children(child, child_cls, pose):
-                if inner.tag not in ("body", "geom", *_IGNORED):
+                if inner.tag not in ("body", "geom", "joint", *_IGNORED):
                     raise self.error(inner, f"unsupported element <{inner.tag}> in <frame>")
                 yield inner, inner_cls, inner_frame
 
@@ -652,7 +652,7 @@ class _Loader:
             rot @ inertia @ rot.T,
         )
 
-    def add_joint(self, elem: ET.Element, bid: int, cls: str) -> None:
+    def add_joint(self, elem: ET.Element, bid: int, cls: str, frame: _Frame = None) -> None:
         a = self.attrs(elem, cls)
         jtype = "free" if elem.tag == "freejoint" else a.get("type", "hinge")
         if jtype not in _JOINT_TYPES:
@@ -674,13 +674,19 @@ class _Loader:
         axis = self.get_floats(elem, a, "axis", [0.0, 0.0, 1.0], 3)
         if np.linalg.norm(axis) < 1e-10:
             raise self.error(elem, "joint axis is zero")
+        pos = self.get_floats(elem, a, "pos", np.zeros(3), 3)
+        if frame is not None:  # a joint inside <frame>s: its anchor and axis in the body
+            pos, axis = (
+                _in_frame(frame, pos, np.array([1.0, 0, 0, 0]))[0],
+                _quat_mat(frame[1]) @ axis,
+            )
         self.joints.append(
             {
                 "elem": elem,
                 "body": bid,
                 "type": t,
                 "name": a.get("name", ""),
-                "pos": self.get_floats(elem, a, "pos", np.zeros(3), 3),
+                "pos": pos,
                 "axis": axis / np.linalg.norm(axis),
                 "range": conv(rng),
                 "limited": bool(limited),

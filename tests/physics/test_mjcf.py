@@ -227,6 +227,7 @@ FRAME_XML = """
         <joint type="hinge" axis="0 1 0"/>
         <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.05"/>
         <frame pos="0.3 0 0" zaxis="1 1 0" childclass="small">
+          <joint type="hinge" axis="0 1 1" pos="0 0 0.05"/>
           <geom type="sphere" pos="0 0 0.1"/>
           <frame euler="0 45 0">
             <body name="b" pos="0.1 0 0">
