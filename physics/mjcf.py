@@ -99,7 +99,7 @@ _KNOWN = {
         "density",
         "mass",
         "margin",
-        "gap",
+        "gap",  # accepted: it only widens MuJoCo's detection of inactive contacts
         "solref",
         "solimp",
         "solmix",
@@ -674,12 +674,10 @@ class _Loader:
         axis = self.get_floats(elem, a, "axis", [0.0, 0.0, 1.0], 3)
         if np.linalg.norm(axis) < 1e-10:
             raise self.error(elem, "joint axis is zero")
+        # inside <frame>s: the anchor and the axis in the body's frame
         pos = self.get_floats(elem, a, "pos", np.zeros(3), 3)
-        if frame is not None:  # a joint inside <frame>s: its anchor and axis in the body
-            pos, axis = (
-                _in_frame(frame, pos, np.array([1.0, 0, 0, 0]))[0],
-                _quat_mat(frame[1]) @ axis,
-            )
+        pos, rot = _in_frame(frame, pos, np.array([1.0, 0.0, 0.0, 0.0]))
+        axis = _quat_mat(rot) @ axis
         self.joints.append(
             {
                 "elem": elem,
@@ -763,7 +761,6 @@ class _Loader:
                 "density": float(a.get("density", 1000.0)),
                 "mass": float(a["mass"]) if "mass" in a else None,
                 "margin": float(a.get("margin", 0)),
-                "gap": float(a.get("gap", 0)),
                 "solmix": float(a.get("solmix", 1.0)),
                 "solref": self.get_floats(elem, a, "solref", con.DEFAULT_SOLREF, 2),
                 "solimp": self.padded(elem, a, "solimp", con.DEFAULT_SOLIMP),
@@ -1098,7 +1095,6 @@ class _Loader:
             geom_quat=gf("quat", (4,)),
             geom_friction=gf("friction", (3,)),
             geom_margin=gf("margin", ()),
-            geom_gap=gf("gap", ()),
             geom_solref=gf("solref", (2,)),
             geom_solimp=gf("solimp", (5,)),
             geom_solmix=gf("solmix", ()),

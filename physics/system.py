@@ -178,7 +178,6 @@ class System:
     geom_quat: jax.Array  # [ngeom, 4]
     geom_friction: jax.Array  # [ngeom, 3] sliding, torsional, rolling
     geom_margin: jax.Array  # [ngeom]
-    geom_gap: jax.Array  # [ngeom]
     geom_solref: jax.Array  # [ngeom, 2]
     geom_solimp: jax.Array  # [ngeom, 5]
     geom_solmix: jax.Array  # [ngeom]
