@@ -459,9 +459,9 @@ def time_to_solve_cached(seed: int, quick: bool) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------------------------
 
 
-def gymnax_env_only(batches: list[dict[str, Any]], min_seconds: float) -> dict[Any, Any]:
-    """gymnax's CartPole env-only SPS at each measured batch and steps per call, by num_envs
-    (plus "versions", or "error" when the peers interpreter is missing or fails)."""
+def gymnax_env_only(batches: list[dict[str, Any]], min_seconds: float) -> dict[str, Any]:
+    """gymnax's CartPole env-only SPS at each measured batch and steps per call:
+    {"by_batch": {num_envs: SPS}, "versions": ...}, or {"error": why}."""
     if not batches:
         return {}
     sizes = [str(b["num_envs"]) for b in batches]
@@ -472,8 +472,8 @@ def gymnax_env_only(batches: list[dict[str, Any]], min_seconds: float) -> dict[A
     )
     if "error" in result:
         return {"error": result["error"]}
-    by_batch: dict[Any, Any] = {r["batch"]: r["steps_per_s"] for r in result["batches"]}
-    return {**by_batch, "versions": result["versions"]}
+    by_batch = {r["batch"]: r["steps_per_s"] for r in result["batches"]}
+    return {"by_batch": by_batch, "versions": result["versions"]}
 
 
 PPO_PEER_LABEL = "PPO, PureJaxRL's default config, on gymnax (peer, this run)"
@@ -492,7 +492,7 @@ def ppo_peer(seeds: list[int], quick: bool) -> dict[str, Any]:
     )
 
 
-def peer_versions(result: dict[Any, Any]) -> str:
+def peer_versions(result: dict[str, Any]) -> str:
     """A peer's versions for a table note, or why it was not measured."""
     if "error" in result:
         return f"not measured: {result['error']}"
@@ -567,6 +567,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("peer: gymnax CartPole env-only ...", flush=True)
     gymnax = gymnax_env_only(batches, args.min_seconds)
+    gymnax_sps = gymnax.get("by_batch", {})
     ppo = ppo_peer(args.seeds, q)
 
     # ------------------------------------------------------------------ tables
@@ -595,8 +596,10 @@ def main(argv: list[str] | None = None) -> int:
             b["train"]["sps_best"],
             b["env_only"]["sps_best"],
             b["ratio_best"],
-            gymnax.get(b["num_envs"]),
-            b["env_only"]["sps_best"] / gymnax[b["num_envs"]] if b["num_envs"] in gymnax else None,
+            gymnax_sps.get(b["num_envs"]),
+            b["env_only"]["sps_best"] / gymnax_sps[b["num_envs"]]
+            if b["num_envs"] in gymnax_sps
+            else None,
             b["train"]["sps_per_cpu_second_best"],
             b["env_only"]["sps_per_cpu_second_best"],
             b["ratio_per_cpu_second"],

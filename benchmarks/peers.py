@@ -89,23 +89,25 @@ def ppo(num_envs: int, env_steps_per_epoch: int, epochs: int) -> dict[str, Any]:
     }
 
 
-def _time_steps(step: Any, state: Any, ctrl: Any, batch: int, seconds: float) -> dict[str, Any]:
-    """Compile `step(state, ctrl)`, then env steps/s over at least `seconds` of calls."""
+def _time_calls(
+    fn: Any, carry: Any, args: tuple, steps_per_call: int, seconds: float, blocks: int = 1
+) -> dict[str, Any]:
+    """Compile `fn(carry, *args) -> carry`, call it once to warm up, then env steps/s: the best
+    of `blocks` blocks of calls, each at least `seconds` long."""
     import jax
 
     started = time.perf_counter()
-    compiled = jax.jit(step).lower(state, ctrl).compile()
+    compiled = jax.jit(fn).lower(carry, *args).compile()
     compile_s = time.perf_counter() - started
-    state = jax.block_until_ready(compiled(state, ctrl))
-    calls, started = 0, time.perf_counter()
-    while time.perf_counter() - started < seconds:
-        state = jax.block_until_ready(compiled(state, ctrl))
-        calls += 1
-    return {
-        "batch": batch,
-        "compile_wall_s": compile_s,
-        "steps_per_s": calls * batch / (time.perf_counter() - started),
-    }
+    carry = jax.block_until_ready(compiled(carry, *args))
+    best = 0.0
+    for _ in range(blocks):
+        calls, started = 0, time.perf_counter()
+        while calls == 0 or time.perf_counter() - started < seconds:
+            carry = jax.block_until_ready(compiled(carry, *args))
+            calls += 1
+        best = max(best, calls * steps_per_call / (time.perf_counter() - started))
+    return {"compile_wall_s": compile_s, "steps_per_s": best}
 
 
 def step_brax(batch: int, seconds: float) -> dict[str, Any]:
@@ -115,8 +117,8 @@ def step_brax(batch: int, seconds: float) -> dict[str, Any]:
     env = envs.get_environment("ant")
     state = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), batch))
     ctrl = jax.random.uniform(jax.random.PRNGKey(1), (batch, env.action_size), minval=-1, maxval=1)
-    result = _time_steps(jax.vmap(env.step), state, ctrl, batch, seconds)
-    return {**result, "backend": env.backend, "substeps": int(env._n_frames)}
+    result = _time_calls(jax.vmap(env.step), state, (ctrl,), batch, seconds)
+    return {"batch": batch, **result, "backend": env.backend, "substeps": int(env._n_frames)}
 
 
 def step_mjx(batch: int, seconds: float, mjcf: str) -> dict[str, Any]:
@@ -135,7 +137,8 @@ def step_mjx(batch: int, seconds: float, mjcf: str) -> dict[str, Any]:
         d = d.replace(ctrl=u)
         return jax.lax.fori_loop(0, N_SUBSTEPS, lambda _, d: mjx.step(mx, d), d)
 
-    return {**_time_steps(jax.vmap(one), data, ctrl, batch, seconds), "substeps": N_SUBSTEPS}
+    result = _time_calls(jax.vmap(one), data, (ctrl,), batch, seconds)
+    return {"batch": batch, **result, "substeps": N_SUBSTEPS}
 
 
 def rollout_gymnax_cartpole(batch: int, length: int, seconds: float) -> dict[str, Any]:
@@ -159,18 +162,8 @@ def rollout_gymnax_cartpole(batch: int, length: int, seconds: float) -> dict[str
     key = jax.random.PRNGKey(1)
     obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, batch), params)
     carry = (obs, state, key, jax.numpy.zeros(()))
-    started = time.perf_counter()
-    compiled = jax.jit(rollout).lower(carry).compile()
-    compile_s = time.perf_counter() - started
-    carry = jax.block_until_ready(compiled(carry))  # warm-up call
-    best = 0.0
-    for _ in range(3):
-        calls, started = 0, time.perf_counter()
-        while calls == 0 or time.perf_counter() - started < seconds:
-            carry = jax.block_until_ready(compiled(carry))
-            calls += 1
-        best = max(best, calls * batch * length / (time.perf_counter() - started))
-    return {"batch": batch, "length": length, "compile_wall_s": compile_s, "steps_per_s": best}
+    result = _time_calls(rollout, carry, (), batch * length, seconds, blocks=3)
+    return {"batch": batch, "length": length, **result}
 
 
 # PureJaxRL's PPO defaults for CartPole-v1 (facts from its published config; code our own).
