@@ -18,11 +18,11 @@ def test_cartpole_through_bridge_reaches_475(tmp_path):
         "cartpole_vtrace_bridge",
         "--run-dir",
         str(run),
-        # 200k of the preset's 300k steps: at its learning rate 10 of 10 runs here (two at a
-        # time) reached a best 5-window mean of 483-500 (see the preset's docstring). The
-        # preset's 2 actors x 8 envs; tests/bridge/test_reliability.py and test_foreign_actor.py
-        # cover actors that keep several messages in flight.
-        "total_env_steps=200000",
+        # The preset as it is: 2 actors x 8 envs, 300k steps. At 200k, 10 of 10 runs two at a
+        # time reached a best 5-window mean of 483-500, but one of three full-suite runs in CI
+        # conditions stopped at 408 (asynchronous acting: the learning is not deterministic).
+        # tests/bridge/test_reliability.py and test_foreign_actor.py cover actors that keep
+        # several messages in flight.
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     returns = [value for _, value in read_scalars(run)["charts/episodic_return"]]
