@@ -1018,10 +1018,10 @@ class _Loader:
         self.parse_compiler()
         self.parse_option()
         self.parse_defaults()
-        worlds = [c for c in self.root if c.tag == "worldbody"]
-        if len(worlds) != 1:
-            raise self.error(None, "expected exactly one <worldbody>")
-        self.walk(worlds[0], -1, "main")
+        world = ET.Element("worldbody")  # every <worldbody>'s children, merged as MuJoCo does
+        for section in (c for c in self.root if c.tag == "worldbody"):
+            world.extend(section)
+        self.walk(world, -1, "main")
         self.parse_tendons()
         self.parse_actuators()
         self.parse_contact()

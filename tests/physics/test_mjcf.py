@@ -276,6 +276,37 @@ def test_includes_are_spliced_in_relative_to_the_main_file(tmp_path):
         physics.load_mjcf(tmp_path / "missing.xml")
 
 
+def test_a_scene_with_its_own_worldbody_around_an_included_robot_loads(tmp_path):
+    """MuJoCo Menagerie's layout: scene.xml has a floor in its <worldbody> and includes the
+    robot's file, which has another; MuJoCo merges the sections in document order."""
+    (tmp_path / "robot.xml").write_text(
+        '<mujoco><worldbody><body name="torso" pos="0 0 0.5"><freejoint/><geom size="0.1"/>'
+        '<body name="arm" pos="0.2 0 0"><joint axis="0 1 0"/><geom type="capsule" '
+        'fromto="0 0 0 0.2 0 0" size="0.05"/></body></body></worldbody></mujoco>'
+    )
+    (tmp_path / "scene.xml").write_text(
+        '<mujoco><include file="robot.xml"/><worldbody><geom type="plane" size="2 2 0.1"/>'
+        '<body name="ball" pos="0.6 0 0.3"><freejoint/><geom size="0.05"/></body>'
+        "</worldbody></mujoco>"
+    )
+    scene = tmp_path / "scene.xml"
+    sys, m = physics.load_mjcf(scene), mujoco.MjModel.from_xml_path(str(scene))
+    _check_against_mujoco(sys, m)
+    assert sys.body_names == ("world", "torso", "arm", "ball")
+    d, state, step = mujoco.MjData(m), physics.init(sys), jax.jit(physics.step)
+    for _ in range(200):  # everything falls onto the floor of the other section
+        state = step(sys, state, np.zeros(0))
+        mujoco.mj_step(m, d)
+    np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=2e-3)
+
+
+def test_a_model_without_a_worldbody_steps_as_an_empty_world():
+    sys = physics.load_mjcf('<mujoco><option timestep="0.01"/></mujoco>')
+    assert (sys.nbody, sys.nq, sys.nv) == (1, 0, 0)
+    state = jax.jit(physics.step)(sys, physics.init(sys), np.zeros(0))
+    assert state.q.shape == (0,) and float(state.time) == pytest.approx(0.01)
+
+
 FLAGS_XML = """
 <mujoco>
   <option timestep="0.005"><flag {flags}/></option>
