@@ -10,6 +10,8 @@ from accelrl.entry_points import load_entry_point
 from accelrl.envs.base import Environment
 from accelrl.envs.cartpole import CartPole
 from accelrl.envs.catch import Catch
+from accelrl.envs.gymnax_env import PREFIX as GYMNAX_PREFIX
+from accelrl.envs.gymnax_env import GymnaxEnv
 from accelrl.envs.locomotion import ENVS as LOCOMOTION_ENVS
 from accelrl.envs.memory import MemoryCue
 from accelrl.envs.pendulum import Pendulum
@@ -39,19 +41,22 @@ def registered_names() -> list[str]:
 def make(name: str, **kwargs: Any) -> Environment:
     """The bare (unwrapped, single-instance) environment registered as `name`.
 
-    A name `module:attribute` that is not registered is an entry point, as in gymnasium's
-    registry: `attribute` of the imported `module` (a class or factory) is called with
-    `kwargs`, so `env.name=my_envs:GridWorld` trains an env of the user's own module.
+    `gymnax:ENV_ID` is gymnax's env ENV_ID (see `accelrl.envs.gymnax_env`). Any other name
+    `module:attribute` that is not registered is an entry point, as in gymnasium's registry:
+    `attribute` of the imported `module` (a class or factory) is called with `kwargs`, so
+    `env.name=my_envs:GridWorld` trains an env of the user's own module.
     """
     if name in _REGISTRY:
         return _REGISTRY[name](**kwargs)
+    if name.startswith(GYMNAX_PREFIX):
+        return GymnaxEnv(name.removeprefix(GYMNAX_PREFIX), **kwargs)
     if ":" in name:
         return _entry_point(name)(**kwargs)
     close = difflib.get_close_matches(name, _REGISTRY, n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise ValueError(
         f"unknown environment {name!r}.{hint} Known: {', '.join(registered_names())}, "
-        "or module:attribute of your own"
+        "gymnax:ENV_ID, or module:attribute of your own"
     )
 
 

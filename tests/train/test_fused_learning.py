@@ -12,6 +12,7 @@ from configs import load_preset
     "preset, overrides, threshold",
     [
         ("cartpole_vtrace", ["total_env_steps=300000"], 475.0),
+        ("cartpole_vtrace", ["env.name=gymnax:CartPole-v1", "total_env_steps=300000"], 475.0),
         ("catch_vtrace", ["total_env_steps=60000"], 0.9),
         ("pendulum_vtrace", [], -250.0),
     ],
