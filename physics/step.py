@@ -155,8 +155,12 @@ def _substep(sys: System, state: State, ctrl: jax.Array) -> State:
     f = smooth_force(sys, state, ctrl)
     res = contact.solve_constraints(sys, state, m, f)
     fc = res.qfrc_constraint
-    # MuJoCo's Euler: damping integrated implicitly, (M + dt*D) qacc = M qacc_forward
-    qacc = jsl.cho_solve(jsl.cho_factor(m + jnp.diag(dt * sys.dof_damping)), f + fc)
+    # MuJoCo's Euler: damping integrated implicitly, (M + dt*D) qacc = M qacc_forward. As
+    # M qacc_forward = f + fc, qacc = qacc_forward - (M + dt*D)^-1 dt*D qacc_forward: solving
+    # for f + fc instead loses float32 digits to cancellation when constraint forces are large
+    # and M is ill-conditioned (M^-1 amplifies fc's rounding); undamped dofs keep the solver's.
+    damp = dt * sys.dof_damping
+    qacc = res.qacc - jsl.cho_solve(jsl.cho_factor(m + jnp.diag(damp)), damp * res.qacc)
     qd = state.qd + dt * qacc
     q = integrate_position(sys, state.q, qd, dt)
     kin = kinematics.forward_kinematics(sys, q)
