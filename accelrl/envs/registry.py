@@ -8,6 +8,8 @@ from typing import Any
 
 from accelrl.entry_points import load_entry_point
 from accelrl.envs.base import Environment
+from accelrl.envs.brax_env import PREFIX as BRAX_PREFIX
+from accelrl.envs.brax_env import BraxEnv
 from accelrl.envs.cartpole import CartPole
 from accelrl.envs.catch import Catch
 from accelrl.envs.gymnax_env import PREFIX as GYMNAX_PREFIX
@@ -25,6 +27,8 @@ from accelrl.envs.wrappers import (
 )
 
 _REGISTRY: dict[str, Callable[..., Environment]] = {}
+_LIBRARIES: dict[str, Callable[..., Environment]] = {GYMNAX_PREFIX: GymnaxEnv, BRAX_PREFIX: BraxEnv}
+"""Name prefixes of other JAX env libraries, and their adapters (made with the rest)."""
 
 
 def register(name: str, factory: Callable[..., Environment]) -> None:
@@ -41,22 +45,24 @@ def registered_names() -> list[str]:
 def make(name: str, **kwargs: Any) -> Environment:
     """The bare (unwrapped, single-instance) environment registered as `name`.
 
-    `gymnax:ENV_ID` is gymnax's env ENV_ID (see `accelrl.envs.gymnax_env`). Any other name
+    `gymnax:ENV_ID` is gymnax's env ENV_ID and `brax:NAME` Brax's env NAME (see
+    `accelrl.envs.gymnax_env` and `accelrl.envs.brax_env`). Any other name
     `module:attribute` that is not registered is an entry point, as in gymnasium's registry:
     `attribute` of the imported `module` (a class or factory) is called with `kwargs`, so
     `env.name=my_envs:GridWorld` trains an env of the user's own module.
     """
     if name in _REGISTRY:
         return _REGISTRY[name](**kwargs)
-    if name.startswith(GYMNAX_PREFIX):
-        return GymnaxEnv(name.removeprefix(GYMNAX_PREFIX), **kwargs)
+    for prefix, library_env in _LIBRARIES.items():
+        if name.startswith(prefix):
+            return library_env(name.removeprefix(prefix), **kwargs)
     if ":" in name:
         return _entry_point(name)(**kwargs)
     close = difflib.get_close_matches(name, _REGISTRY, n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise ValueError(
         f"unknown environment {name!r}.{hint} Known: {', '.join(registered_names())}, "
-        "gymnax:ENV_ID, or module:attribute of your own"
+        "gymnax:ENV_ID, brax:NAME, or module:attribute of your own"
     )
 
 

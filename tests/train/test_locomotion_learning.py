@@ -35,6 +35,17 @@ def test_presets_pick_batch_sizes_by_device(monkeypatch):
             ["total_env_steps=80000", "env.max_steps=200", "agent.num_epochs=2"],
             50.0,
         ),
+        # the same task as Brax defines it, on Brax's own physics (generalized pipeline)
+        (
+            "inverted_pendulum_vtrace",
+            [
+                "env.name=brax:inverted_pendulum",
+                "total_env_steps=80000",
+                "env.max_steps=200",
+                "agent.num_epochs=2",
+            ],
+            50.0,
+        ),
         # random policy ~-46; measured -10 to -23 after 120k steps (~40 s on 2 cores). The
         # preset's 3e-4 suits its 2M-step schedule (1e-3 diverges there); over a schedule
         # 1/16 as long, 1e-3 decaying to 0 learns faster (3e-4 reaches only ~-36).
