@@ -56,15 +56,19 @@ def test_peers_script_starts_without_the_peers_installed(tmp_path, command, opti
     assert out.returncode == 0 and option in out.stdout, out.stderr[-3000:]
 
 
-def test_a_failing_peer_is_reported_not_raised(monkeypatch):
+def test_a_failing_peer_is_reported_not_raised(monkeypatch, tmp_path):
     """A peer interpreter without Brax: the benchmark gets {"error": ...} naming the cause."""
     import common
 
-    monkeypatch.setenv("ACCELRL_PEERS_PYTHON", sys.executable)
+    # this interpreter, with a `brax` that cannot be imported first on its path
+    (tmp_path / "stubs" / "brax").mkdir(parents=True)
+    (tmp_path / "stubs" / "brax" / "__init__.py").write_text("raise ImportError('no brax')\n")
+    python = tmp_path / "python-without-brax"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH={tmp_path / "stubs"} exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    monkeypatch.setenv("ACCELRL_PEERS_PYTHON", str(python))
     result = common.run_peer(["step", "--engine", "brax", "--batches", "1"], timeout=120)
-    if "error" not in result:
-        pytest.skip("this interpreter has Brax: the peer ran")
-    assert "brax" in result["error"], result
+    assert "error" in result and "brax" in result["error"], result
 
 
 def test_no_peer_interpreter_says_how_to_get_one(monkeypatch, tmp_path):
