@@ -87,7 +87,7 @@ def test_braxs_own_env_steps_batched():
     "name, kwargs, needle",
     [
         ("brax:antt", {}, "unknown Brax environment 'antt'; brax has: ant, fast"),
-        ("brax:fast", {"obs_mode": "dict_state"}, "only flat array observations"),
+        ("brax:fast", {"obs_mode": "dict_state"}, "only array observations"),
         ("brax:fast", {"obs_mode": "nope"}, "brax could not make 'fast'"),
         ("brax:no_such_module:Env", {}, "cannot import 'no_such_module'"),
     ],
