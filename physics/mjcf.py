@@ -327,6 +327,12 @@ class _Loader:
             where = f"<{elem.tag}{' name=' + repr(name) if name else ''}>: "
         return MJCFError(f"{self.source}: {where}{msg}")
 
+    def check_known(self, elem: ET.Element, keys: object, known: set[str] | None = None) -> None:
+        """Refuse attributes `keys` of `elem` outside `known` (default: _KNOWN of its tag)."""
+        unknown = sorted(set(keys) - (_KNOWN[elem.tag] if known is None else known))
+        if unknown:
+            raise self.error(elem, f"unsupported attribute(s) {unknown} on <{elem.tag}>")
+
     def attrs(self, elem: ET.Element, cls: str) -> dict[str, str]:
         """Element attributes with the defaults of its class filled in, checked for support."""
         cls = elem.get("class", cls)
@@ -339,9 +345,7 @@ class _Loader:
             out = dict(defaults.get(elem.tag, {}))
         self.current = elem  # named if one of its numbers turns out malformed
         _merge(out, elem.attrib)
-        unknown = sorted(set(out) - _KNOWN[elem.tag])
-        if unknown:
-            raise self.error(elem, f"unsupported attribute(s) {unknown} on <{elem.tag}>")
+        self.check_known(elem, out)
         return out
 
     def get_floats(
@@ -379,9 +383,7 @@ class _Loader:
         self.inertiagroups = (0, 5)  # geoms of these groups give a body its inertia
         for c in self.root.iter("compiler"):
             a = dict(c.attrib)
-            if set(a) - _KNOWN["compiler"]:
-                bad = sorted(set(a) - _KNOWN["compiler"])
-                raise self.error(c, f"unsupported attribute(s) {bad}")
+            self.check_known(c, a)
             self.degree = a.get("angle", "degree" if self.degree else "radian") == "degree"
             self.eulerseq = a.get("eulerseq", self.eulerseq)
             if len(self.eulerseq) != 3 or set(self.eulerseq.lower()) - set("xyz"):
@@ -410,9 +412,7 @@ class _Loader:
         self.disabled: set[str] = set()  # features <flag> turns off (_FLAG_EFFECTS values)
         for o in self.root.iter("option"):
             a = dict(o.attrib)
-            if set(a) - _KNOWN["option"]:
-                bad = sorted(set(a) - _KNOWN["option"])
-                raise self.error(o, f"unsupported attribute(s) {bad}")
+            self.check_known(o, a)
             for child in o:
                 if child.tag != "flag":
                     raise self.error(child, f"unsupported element <{child.tag}> in <option>")
@@ -491,9 +491,7 @@ class _Loader:
         (own["actuator_params"]); and own["actuator_force"] names the kind that last set a
         force model here (every <motor>, <position> or <velocity>; a <general> that gives gain
         or bias parameters), which is what a <general> actuator of the class inherits."""
-        unknown = sorted(set(elem.attrib) - _KNOWN[elem.tag])
-        if unknown:
-            raise self.error(elem, f"unsupported attribute(s) {unknown} on <{elem.tag}>")
+        self.check_known(elem, elem.attrib)
         common = {k: v for k, v in elem.attrib.items() if k not in _GAIN_BIAS}
         specific = {k: v for k, v in elem.attrib.items() if k in _GAIN_BIAS}
         _merge(own.setdefault("actuator", {}), common)
@@ -905,9 +903,7 @@ class _Loader:
                 for j in t:
                     if j.tag != "joint":
                         raise self.error(j, f"unsupported element <{j.tag}> in a fixed tendon")
-                    unknown = set(j.attrib) - {"joint", "coef"}
-                    if unknown:
-                        raise self.error(j, f"unsupported attribute(s) {sorted(unknown)}")
+                    self.check_known(j, j.attrib, {"joint", "coef"})
                     if j.get("joint") not in names:
                         raise self.error(j, f"unknown joint {j.get('joint')!r}")
                     jid = names.index(j.get("joint"))
@@ -1243,8 +1239,8 @@ def load_mjcf(
     loader = _Loader(root, name)
     try:
         sys_ = loader.build()
+    except MJCFError:
+        raise
     except ValueError as error:  # float()/int() of a malformed number, e.g. pos="0,0,1"
-        if isinstance(error, MJCFError):
-            raise
         raise loader.error(loader.current, f"invalid attribute value: {error}") from None
     return dataclasses.replace(sys_, max_contacts=max_contacts, newton_steps=newton_steps)
