@@ -134,7 +134,7 @@ def _space(space: Any, env_id: str, what: str) -> Space:
     if kind == "Discrete":
         return Discrete(int(space.n), np.dtype(space.dtype))
     if kind == "Box":
-        shape = tuple(int(d) for d in np.shape(np.zeros(space.shape)))
+        shape = np.broadcast_shapes(space.shape)  # gymnax allows an int
         dtype = np.dtype(space.dtype)
         bounds = (space.low, space.high)
         low, high = (np.broadcast_to(np.asarray(b), shape).astype(dtype) for b in bounds)
