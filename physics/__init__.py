@@ -13,6 +13,7 @@ from physics.contact import (
     external_contact_forces,
     solve_constraints,
 )
+from physics.fluid import fluid_force
 from physics.kinematics import Kinematics, forward_kinematics, point_jacobian
 from physics.mjcf import MJCFError, MJCFWarning, load_mjcf
 from physics.step import (
@@ -41,6 +42,7 @@ __all__ = [
     "center_of_mass",
     "constraint_force",
     "forward",
+    "fluid_force",
     "forward_kinematics",
     "init",
     "load_mjcf",

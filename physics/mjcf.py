@@ -4,9 +4,10 @@ Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis), ``inertial`` 
 geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits, damping,
 stiffness, armature, frictionloss), plane/sphere/capsule/cylinder/box geoms,
 motor/position/velocity/general (fixed gain, affine bias, no activation) actuators on joints or
-fixed tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity and flags,
-``default`` classes with ``childclass``, ``contact/exclude`` and fixed tendons with springs and
-dampers (no friction loss or limits). Purely visual or bookkeeping content (rgba, material,
+fixed tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
+a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), ``default`` classes
+with ``childclass``, ``contact/exclude`` and fixed tendons with springs and dampers (no
+friction loss or limits). Purely visual or bookkeeping content (rgba, material,
 assets, cameras, lights, sites, sensors, keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
 so a model never silently behaves differently from MuJoCo.
@@ -104,6 +105,8 @@ _KNOWN = {
         "solimp",
         "solmix",
         "priority",
+        "fluidshape",
+        "fluidcoef",  # accepted: it only tunes the ellipsoid fluid model, which is refused
         *_ORIENT,
     }
     | _VISUAL,
@@ -208,7 +211,7 @@ _FLAGS_WITHOUT_EFFECT = {
     "sleep",
 }
 # Option values that must keep MuJoCo's default for the model to be simulated faithfully.
-_OPTION_ZERO = ("noslip_iterations", "density", "viscosity")
+_OPTION_ZERO = ("noslip_iterations",)
 
 
 class MJCFError(ValueError):
@@ -279,6 +282,13 @@ def _mat_quat(r: np.ndarray) -> np.ndarray:
         q[1 + k] = (r[k, i] + r[i, k]) / s
     q = np.asarray(q)
     return q / np.linalg.norm(q)
+
+
+def _principal_axes(inertia: np.ndarray) -> np.ndarray:
+    """Columns: principal axes of a symmetric 3x3 inertia (the identity when it is diagonal)."""
+    if np.allclose(inertia, np.diag(np.diag(inertia)), rtol=0, atol=1e-12 * np.abs(inertia).max()):
+        return np.eye(3)
+    return np.linalg.eigh(inertia)[1]
 
 
 def _z_to_vec_quat(vec: np.ndarray) -> np.ndarray:
@@ -409,6 +419,7 @@ class _Loader:
     def parse_option(self) -> None:
         self.timestep, self.gravity = 0.002, np.array([0.0, 0.0, -9.81])
         self.iterations, self.cone, self.impratio = 100, "pyramidal", 1.0
+        self.density, self.viscosity, self.wind = 0.0, 0.0, np.zeros(3)
         self.disabled: set[str] = set()  # features <flag> turns off (_FLAG_EFFECTS values)
         for o in self.root.iter("option"):
             a = dict(o.attrib)
@@ -425,8 +436,11 @@ class _Loader:
             for key in _OPTION_ZERO:
                 if float(a.get(key, 0)) != 0:
                     raise self.error(o, f"unsupported option {key}={a[key]!r}")
-            if np.any(self.get_floats(o, a, "wind", [0, 0, 0], 3) != 0):
-                raise self.error(o, "unsupported option wind")
+            self.density = float(a.get("density", self.density))
+            self.viscosity = float(a.get("viscosity", self.viscosity))
+            self.wind = self.get_floats(o, a, "wind", self.wind, 3)
+            if self.density < 0 or self.viscosity < 0:
+                raise self.error(o, "density and viscosity must be non-negative")
             integrator = a.get("integrator", "Euler")
             if integrator not in ("Euler", "RK4", "implicit", "implicitfast"):
                 raise self.error(o, f"unknown integrator {integrator!r}")
@@ -640,14 +654,17 @@ class _Loader:
         if "fullinertia" in a:
             xx, yy, zz, xy, xz, yz = self.get_floats(elem, a, "fullinertia", None, 6)
             inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+            axes = _principal_axes(inertia)
         elif "diaginertia" in a:
             inertia = np.diag(self.get_floats(elem, a, "diaginertia", None, 3))
+            axes = np.eye(3)
         else:
             raise self.error(elem, "<inertial> needs diaginertia or fullinertia")
         body["inertial"] = (
             mass,
             self.get_floats(elem, a, "pos", np.zeros(3), 3),
             rot @ inertia @ rot.T,
+            rot @ axes,
         )
 
     def add_joint(self, elem: ET.Element, bid: int, cls: str, frame: _Frame = None) -> None:
@@ -738,6 +755,12 @@ class _Loader:
             raise self.error(elem, f"geom size must be positive, got {size[:need]}")
         if t == S.GEOM_PLANE and bid != 0:
             raise self.error(elem, "plane geoms must belong to the world body")
+        if a.get("fluidshape", "none") != "none" and (self.density > 0 or self.viscosity > 0):
+            raise self.error(
+                elem,
+                f"fluidshape={a['fluidshape']!r}: MuJoCo's ellipsoid fluid model is not "
+                "supported (without fluidshape, the inertia-box model applies: physics.fluid)",
+            )
         size = np.concatenate([size, np.zeros(3)])[:3]
         pos, quat = _in_frame(frame, pos, quat)
         friction = self.padded(elem, a, "friction", (1.0, 0.005, 0.0001))
@@ -927,8 +950,9 @@ class _Loader:
                     )  # fmt: skip
 
     # ---------------------------------------------------------------- mass properties
-    def geom_inertia(self, g: dict) -> tuple[float, np.ndarray]:
-        """Mass and 3x3 inertia (about its centre, body frame) of a geom, as MuJoCo computes."""
+    def geom_inertia(self, g: dict) -> tuple[float, np.ndarray, np.ndarray]:
+        """Mass, 3x3 inertia (about its centre, body frame) and principal axes (the geom's
+        frame) of a geom, as MuJoCo computes them."""
         r, h = g["size"][0], g["size"][1]
         t = g["type"]
         if t == S.GEOM_SPHERE:
@@ -958,11 +982,15 @@ class _Loader:
             x, y, z = 4 * g["size"] ** 2
             d = mass / 12 * np.array([y + z, x + z, x + y])
         rot = _quat_mat(g["quat"])
-        return mass, rot @ np.diag(d) @ rot.T
+        return mass, rot @ np.diag(d) @ rot.T, rot
 
-    def body_inertias(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def body_inertias(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per body: mass, centre of mass, inertia tensor (body frame) and principal axes (as
+        MuJoCo's inertial frame: a single geom's or <inertial>'s own frame, otherwise the
+        eigenvectors of the summed tensor)."""
         nb = len(self.bodies)
         mass, ipos, inertia = np.zeros(nb), np.zeros((nb, 3)), np.zeros((nb, 3, 3))
+        axes = np.tile(np.eye(3), (nb, 1, 1))
         from_geoms = {"true": True, "false": False}.get(self.inertiafromgeom)
         for b, body in enumerate(self.bodies):
             if b == 0:
@@ -973,8 +1001,8 @@ class _Loader:
                 low, high = self.inertiagroups
                 for g in self.geoms:
                     if g["body"] == b and low <= g["group"] <= high:
-                        m, inert = self.geom_inertia(g)
-                        parts.append((m, g["pos"], inert))
+                        m, inert, frame = self.geom_inertia(g)
+                        parts.append((m, g["pos"], inert, frame))
             elif body["inertial"] is not None:
                 parts.append(body["inertial"])
             if not parts:
@@ -984,14 +1012,15 @@ class _Loader:
                 continue
             com = sum(p[0] * p[1] for p in parts) / m
             full = np.zeros((3, 3))
-            for pm, pp, pi in parts:
+            for pm, pp, pi, _ in parts:
                 d = pp - com
                 full += pi + pm * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
             mass[b], ipos[b], inertia[b] = m, com, full
+            axes[b] = parts[0][3] if len(parts) == 1 else _principal_axes(full)
         if self.settotalmass > 0:
             scale = self.settotalmass / mass.sum()
             mass, inertia = mass * scale, inertia * scale
-        return mass, ipos, inertia
+        return mass, ipos, inertia, axes
 
     # ---------------------------------------------------------------- assembly
     def build(self) -> S.System:
@@ -1021,7 +1050,7 @@ class _Loader:
         self.parse_tendons()
         self.parse_actuators()
         self.parse_contact()
-        mass, ipos, inertia = self.body_inertias()
+        mass, ipos, inertia, iframe = self.body_inertias()
         parent = tuple(b["parent"] for b in self.bodies)
         topo = S.Topology(
             parent, tuple(j["type"] for j in self.joints), tuple(j["body"] for j in self.joints)
@@ -1067,11 +1096,15 @@ class _Loader:
         sys_ = S.System(
             timestep=f32(self.timestep),
             gravity=f32(np.zeros(3) if "gravity" in self.disabled else self.gravity),
+            density=f32(self.density),
+            viscosity=f32(self.viscosity),
+            wind=f32(self.wind),
             body_pos=f32([b["pos"] for b in self.bodies]),
             body_quat=f32([b["quat"] for b in self.bodies]),
             body_mass=f32(mass),
             body_ipos=f32(ipos),
             body_inertia=f32(inertia),
+            body_iframe=f32(iframe),
             jnt_pos=jf("pos", (3,)),
             jnt_axis=jf("axis", (3,)),
             jnt_range=jf("range", (2,)),
@@ -1126,6 +1159,7 @@ class _Loader:
             dof_friction=tuple(i for i, x in enumerate(frictionloss) if x > 0),
             cone=self.cone,
             impratio=self.impratio,
+            fluid=self.density > 0 or self.viscosity > 0,
             contact_pairs=contact.contact_pairs(
                 topo,
                 tuple(g["type"] for g in self.geoms),
@@ -1137,15 +1171,17 @@ class _Loader:
         )
         dropped = contact.unsupported_pairs(sys_.geom_type, sys_.contact_pairs)
         if dropped:  # e.g. cylinders: loadable (inertia), but without a collision function
-            names = ", ".join(
-                f"({sys_.geom_names[a] or a!r}, {sys_.geom_names[b] or b!r})" for a, b in dropped
-            )
-            warnings.warn(
-                f"{self.source}: no collision function for geom pair(s) {names}; "
-                "they are not collided",
-                MJCFWarning,
-                stacklevel=3,
-            )
+            if "contact" not in self.disabled:
+                names = ", ".join(
+                    f"({sys_.geom_names[a] or a!r}, {sys_.geom_names[b] or b!r})"
+                    for a, b in dropped
+                )
+                warnings.warn(
+                    f"{self.source}: no collision function for geom pair(s) {names}; "
+                    "they are not collided",
+                    MJCFWarning,
+                    stacklevel=3,
+                )
             sys_ = dataclasses.replace(
                 sys_, contact_pairs=tuple(p for p in sys_.contact_pairs if p not in dropped)
             )

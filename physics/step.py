@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 
-from physics import contact, dynamics, kinematics, math
+from physics import contact, dynamics, fluid, kinematics, math
 from physics.contact import ContactState
 from physics.kinematics import Kinematics
 from physics.system import JNT_BALL, JNT_FREE, System
@@ -104,6 +104,8 @@ def smooth_force(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
     """qfrc_smooth = passive + actuator - bias (all forces but constraints)."""
     bias = dynamics.bias_force(sys, state.kin, state.cvel, state.qd)
     passive = dynamics.passive_force(sys, state.q, state.qd)
+    if sys.fluid:  # static: models without a medium trace nothing more
+        passive = passive + fluid.fluid_force(sys, state.kin, state.cvel)
     return passive + dynamics.actuator_force(sys, state.q, state.qd, ctrl) - bias
 
 

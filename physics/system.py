@@ -151,12 +151,16 @@ class System:
     # options
     timestep: jax.Array  # []
     gravity: jax.Array  # [3]
+    density: jax.Array  # [] of the medium (fluid forces, physics.fluid)
+    viscosity: jax.Array  # [] of the medium
+    wind: jax.Array  # [3] velocity of the medium
     # bodies
     body_pos: jax.Array  # [nbody, 3] offset in the parent frame
     body_quat: jax.Array  # [nbody, 4]
     body_mass: jax.Array  # [nbody]
     body_ipos: jax.Array  # [nbody, 3] centre of mass in the body frame
     body_inertia: jax.Array  # [nbody, 3, 3] about the centre of mass, body frame
+    body_iframe: jax.Array  # [nbody, 3, 3] principal axes (columns) in the body frame
     # joints and dofs
     jnt_pos: jax.Array  # [njnt, 3] anchor in the body frame
     jnt_axis: jax.Array  # [njnt, 3] unit axis in the body frame (hinge, slide)
@@ -222,6 +226,7 @@ class System:
     solver_iterations: int = _static(default=100)  # <option iterations>: hint for the solver
     cone: str = _static(default="pyramidal")
     impratio: float = _static(default=1.0)
+    fluid: bool = _static(default=False)  # density or viscosity > 0: fluid forces are computed
     # Contact slots solved per substep: None solves every active one (as MuJoCo does); a number
     # keeps only that many deepest (faster; exact while no more are active). Random-control
     # rollouts: ant <= 6 active of its 25 slots, humanoid <= 10 of 190 (over 8 in 2 of 9600

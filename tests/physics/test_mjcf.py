@@ -185,7 +185,7 @@ def test_defaults_fromto_and_inertia_groups_build_mujocos_model(name):
         ('<body><joint/><geom type="box" size="1 1"/></body>', "box geom needs size"),
         ("<body><joint/></body>", "zero mass"),
         ('<body><joint/><geom size="1"/><composite/></body>', "unsupported element <composite>"),
-        ('<body><joint/><geom size="1" fluidshape="ellipsoid"/></body>', "fluidshape"),
+        ('<body><joint/><geom size="1" shellinertia="true"/></body>', "shellinertia"),
         ('<body><joint/><geom type="mesh" size="1"/></body>', "unsupported geom type 'mesh'"),
         ('<body><joint frictionloss="-1"/><geom size="1"/></body>', "frictionloss must be >= 0"),
         ('<body><joint limited="true"/><geom size="1"/></body>', "range"),
