@@ -32,6 +32,7 @@ SPECS = {
     "humanoidstandup": (276, 17, 0.015),
     "reacher": (11, 2, 0.02),
     "pusher": (23, 7, 0.05),
+    "swimmer": (8, 2, 0.04),
     "inverted_pendulum": (4, 1, 0.04),
     "inverted_double_pendulum": (8, 1, 0.05),
 }
@@ -287,6 +288,22 @@ def check_pusher_rewards(name):
     assert not np.any(ts.terminated)
 
 
+def check_swimmer_rewards(name):
+    q, qd, a, ts, env = trajectory(name)
+    velocity = (q[1:, :, :2] - q[:-1, :, :2]) / 0.04  # the head's slide joints
+    ctrl = 1e-4 * np.sum(a**2, -1)
+    expected = {
+        "reward_forward": velocity[..., 0],
+        "y_velocity": velocity[..., 1],
+        "reward_ctrl": -ctrl,
+        "distance_from_origin": np.linalg.norm(q[1:, :, :2], axis=-1),
+    }
+    _check(ts.info["metrics"], expected)
+    np.testing.assert_allclose(ts.reward, velocity[..., 0] - ctrl, rtol=1e-4, atol=2e-3)
+    assert not ts.terminated.any()
+    np.testing.assert_allclose(ts.observation, np.concatenate([q[1:, :, 2:], qd[1:]], -1))
+
+
 def check_inverted_pendulum_rewards(name):
     q, qd, a, ts, env = trajectory(name)
     np.testing.assert_array_equal(ts.reward, np.ones_like(ts.reward))
@@ -338,6 +355,7 @@ REWARD_CHECKS = {
     "humanoidstandup": check_humanoid_rewards_and_observation,
     "reacher": check_reacher_rewards,
     "pusher": check_pusher_rewards,
+    "swimmer": check_swimmer_rewards,
     "inverted_pendulum": check_inverted_pendulum_rewards,
     "inverted_double_pendulum": check_inverted_double_pendulum_rewards,
 }

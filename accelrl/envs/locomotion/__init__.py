@@ -14,6 +14,7 @@ from accelrl.envs.locomotion.inverted_double_pendulum import InvertedDoublePendu
 from accelrl.envs.locomotion.inverted_pendulum import InvertedPendulum
 from accelrl.envs.locomotion.pusher import Pusher
 from accelrl.envs.locomotion.reacher import Reacher
+from accelrl.envs.locomotion.swimmer import Swimmer
 from accelrl.envs.locomotion.walker2d import Walker2d
 
 ENVS = {
@@ -25,6 +26,7 @@ ENVS = {
     "humanoidstandup": HumanoidStandup,
     "reacher": Reacher,
     "pusher": Pusher,
+    "swimmer": Swimmer,
     "inverted_pendulum": InvertedPendulum,
     "inverted_double_pendulum": InvertedDoublePendulum,
 }
@@ -42,5 +44,6 @@ __all__ = [
     "LocomotionState",
     "Pusher",
     "Reacher",
+    "Swimmer",
     "Walker2d",
 ]
