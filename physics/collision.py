@@ -1,10 +1,10 @@
-"""Narrow-phase collision of primitive geoms (plane, sphere, capsule, cylinder, box),
-MuJoCo-compatible.
+"""Narrow-phase collision of primitive geoms (plane, sphere, capsule, ellipsoid, cylinder,
+box), MuJoCo-compatible.
 
 Every geom is given in the world frame by its position ``pos`` [3], rotation ``mat`` [3, 3]
 (columns are the local axes) and MuJoCo ``size`` [3]: sphere (radius, -, -), capsule and
-cylinder (radius, half-length along local z, -), box (half-extents), plane (-, -, -; the plane
-is the local xy plane through ``pos``, normal local z, infinite).
+cylinder (radius, half-length along local z, -), ellipsoid (semi-axes), box (half-extents),
+plane (-, -, -; the plane is the local xy plane through ``pos``, normal local z, infinite).
 
 Each pair function returns a :class:`Contact` with a FIXED number of points (leading axis), so
 the result has a static shape and can be jitted and vmapped. Unused points get ``dist = FAR``
@@ -17,6 +17,7 @@ pair               count  notes
 plane-sphere       1      exact (as MuJoCo)
 plane-capsule      2      the two end spheres (as MuJoCo)
 plane-box          4      first 4 corners below the plane in MuJoCo's corner order
+plane-ellipsoid    1      exact (as MuJoCo): the ellipsoid's support point
 plane-cylinder     4      exact (as MuJoCo): the nearest rim points of both caps, and two
                           more on the nearer cap's rim (a triangle with the first)
 sphere-sphere      1      exact; coincident centres get normal +x (as MuJoCo)
@@ -37,7 +38,8 @@ capsule-cylinder   1      the deepest point of the segment in the cylinder SDF
 box-box            8      approximation: corners of each box against the other box's
                           SDF, the 8 deepest kept; edge-edge crossings are missed
 =================  =====  =========================================================
-Other pairs with a cylinder (cylinder-cylinder, cylinder-box) have no function here.
+Other pairs with a cylinder (cylinder-cylinder, cylinder-box) or an ellipsoid (anything but a
+plane) have no function here.
 
 Conventions follow MuJoCo's ``mjContact``: ``dist`` is signed (negative = penetration),
 ``pos`` is midway between the two surfaces, ``frame`` rows are (normal, tangent1, tangent2)
@@ -54,7 +56,14 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from physics.system import GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_PLANE, GEOM_SPHERE
+from physics.system import (
+    GEOM_BOX,
+    GEOM_CAPSULE,
+    GEOM_CYLINDER,
+    GEOM_ELLIPSOID,
+    GEOM_PLANE,
+    GEOM_SPHERE,
+)
 
 FAR = 1e6  # distance given to unused contact slots; any margin test rejects it
 _EPS = 1e-12  # squared-norm floor below which a vector counts as zero
@@ -66,6 +75,7 @@ _NUM_CONTACTS = {
     (GEOM_PLANE, GEOM_CAPSULE): 2,
     (GEOM_PLANE, GEOM_CYLINDER): 4,
     (GEOM_PLANE, GEOM_BOX): 4,
+    (GEOM_PLANE, GEOM_ELLIPSOID): 1,
     (GEOM_SPHERE, GEOM_SPHERE): 1,
     (GEOM_SPHERE, GEOM_CAPSULE): 1,
     (GEOM_CAPSULE, GEOM_CAPSULE): 2,
@@ -237,6 +247,19 @@ def collide_plane_box(
     dist = jnp.where(active[order], dist[order], FAR)
     pos = pos2 + corners[order] - n * (0.5 * dist[:, None])
     return _stack(dist, pos, jnp.broadcast_to(n, (4, 3)))
+
+
+def collide_plane_ellipsoid(
+    pos1: jax.Array, mat1: jax.Array, pos2: jax.Array, mat2: jax.Array, size2: jax.Array
+) -> Contact:
+    """Plane against ellipsoid: 1 contact at the ellipsoid's point deepest below the plane
+    (its support point along -normal: semi-axes^2 * m / |semi-axes * m|, m = -normal in the
+    ellipsoid's frame)."""
+    n = mat1[:, 2]
+    m = mat2.T @ -n
+    deepest = pos2 + mat2 @ (size2**2 * m / _safe_norm(size2 * m))
+    dist = jnp.dot(deepest - pos1, n)
+    return _stack(dist[None], (deepest - 0.5 * dist * n)[None], n[None])
 
 
 def collide_sphere_sphere(
@@ -540,6 +563,8 @@ def collide(
         return collide_plane_cylinder(pos1, mat1, pos2, mat2, size2)
     if key == (GEOM_PLANE, GEOM_BOX):
         return collide_plane_box(pos1, mat1, pos2, mat2, size2, margin)
+    if key == (GEOM_PLANE, GEOM_ELLIPSOID):
+        return collide_plane_ellipsoid(pos1, mat1, pos2, mat2, size2)
     if key == (GEOM_SPHERE, GEOM_SPHERE):
         return collide_sphere_sphere(pos1, size1, pos2, size2)
     if key == (GEOM_SPHERE, GEOM_CAPSULE):

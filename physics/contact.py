@@ -97,8 +97,9 @@ def contact_pairs(
 ) -> tuple[tuple[int, int], ...]:
     """Candidate geom pairs (g1, g2), type[g1] <= type[g2], filtered as MuJoCo's mj_collision.
 
-    Pairs of types the narrow phase has no function for (plane-plane, as in MuJoCo, and any
-    pair with a cylinder) are returned too; :func:`unsupported_pairs` lists them.
+    Pairs of types the narrow phase has no function for (plane-plane, as in MuJoCo;
+    cylinder-cylinder, cylinder-box, and an ellipsoid against anything but a plane) are
+    returned too; :func:`unsupported_pairs` lists them.
     """
     weld = body_weldid(topology)
     parent = np.maximum(np.asarray(topology.body_parent), 0)

@@ -2,7 +2,7 @@
 
 Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis), ``inertial`` or inertia from
 geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits, damping,
-stiffness, armature, frictionloss), plane/sphere/capsule/cylinder/box geoms,
+stiffness, armature, frictionloss), plane/sphere/capsule/ellipsoid/cylinder/box geoms,
 motor/position/velocity/general (fixed gain, affine bias, no activation) actuators on joints or
 fixed tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
 a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), ``default`` classes
@@ -41,6 +41,7 @@ _GEOM_TYPES = {
     "plane": S.GEOM_PLANE,
     "sphere": S.GEOM_SPHERE,
     "capsule": S.GEOM_CAPSULE,
+    "ellipsoid": S.GEOM_ELLIPSOID,
     "cylinder": S.GEOM_CYLINDER,
     "box": S.GEOM_BOX,
 }
@@ -732,11 +733,12 @@ class _Loader:
             S.GEOM_PLANE: 0,
             S.GEOM_SPHERE: 1,
             S.GEOM_CAPSULE: 2,
+            S.GEOM_ELLIPSOID: 3,
             S.GEOM_CYLINDER: 2,
             S.GEOM_BOX: 3,
         }[t]
         if "fromto" in a:
-            if t not in (S.GEOM_CAPSULE, S.GEOM_CYLINDER, S.GEOM_BOX):
+            if t not in (S.GEOM_CAPSULE, S.GEOM_CYLINDER, S.GEOM_BOX, S.GEOM_ELLIPSOID):
                 raise self.error(elem, f"fromto is not allowed on a {gname} geom")
             ft = self.get_floats(elem, a, "fromto", None, 6)
             if np.linalg.norm(ft[3:] - ft[:3]) < 1e-10:
@@ -746,8 +748,8 @@ class _Loader:
             half = np.linalg.norm(ft[3:] - ft[:3]) / 2
             if len(size) < 1:
                 raise self.error(elem, f"{gname} geom with fromto needs size with 1 number")
-            # the radius; a box's half-width in both x and y, as MuJoCo builds it
-            width = size[:1] if t != S.GEOM_BOX else np.repeat(size[:1], 2)
+            # the radius; a box's or ellipsoid's half-width in both x and y, as MuJoCo builds it
+            width = np.repeat(size[:1], 2 if t in (S.GEOM_BOX, S.GEOM_ELLIPSOID) else 1)
             size = np.concatenate([width, [half]])
         elif len(size) < need:
             raise self.error(elem, f"{gname} geom needs size with {need} number(s)")
@@ -959,6 +961,8 @@ class _Loader:
             vol = 4 / 3 * math.pi * r**3
         elif t == S.GEOM_CAPSULE:
             vol = math.pi * r * r * 2 * h + 4 / 3 * math.pi * r**3
+        elif t == S.GEOM_ELLIPSOID:
+            vol = 4 / 3 * math.pi * float(np.prod(g["size"]))
         elif t == S.GEOM_CYLINDER:
             vol = math.pi * r * r * 2 * h
         else:
@@ -975,6 +979,9 @@ class _Loader:
             sph = 2 * sphere_mass * r * r / 5
             ixx += sph + sphere_mass * height * (3 * r + 2 * height) / 8
             d = np.array([ixx, ixx, izz + sph])
+        elif t == S.GEOM_ELLIPSOID:
+            x, y, z = g["size"] ** 2
+            d = mass / 5 * np.array([y + z, x + z, x + y])
         elif t == S.GEOM_CYLINDER:
             ixx = mass * (3 * r * r + 4 * h * h) / 12
             d = np.array([ixx, ixx, mass * r * r / 2])
@@ -1170,7 +1177,7 @@ class _Loader:
             ),
         )
         dropped = contact.unsupported_pairs(sys_.geom_type, sys_.contact_pairs)
-        if dropped:  # e.g. cylinders: loadable (inertia), but without a collision function
+        if dropped:  # e.g. two cylinders: loadable (inertia), but without a collision function
             if "contact" not in self.disabled:
                 names = ", ".join(
                     f"({sys_.geom_names[a] or a!r}, {sys_.geom_names[b] or b!r})"

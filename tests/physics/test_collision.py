@@ -8,8 +8,15 @@ import pytest
 
 from physics import collision as col
 
-TYPE_NAMES = {0: "plane", 2: "sphere", 3: "capsule", 5: "cylinder", 6: "box"}
-SIZES = {0: "1 1 0.1", 2: "0.15", 3: "0.1 0.3", 5: "0.12 0.2", 6: "0.1 0.2 0.15"}
+TYPE_NAMES = {0: "plane", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box"}
+SIZES = {
+    0: "1 1 0.1",
+    2: "0.15",
+    3: "0.1 0.3",
+    4: "0.2 0.08 0.12",
+    5: "0.12 0.2",
+    6: "0.1 0.2 0.15",
+}
 
 
 def _model(type1, type2, size2=None):
@@ -66,6 +73,7 @@ EXACT_PAIRS = [
     (col.GEOM_PLANE, col.GEOM_CAPSULE),
     (col.GEOM_PLANE, col.GEOM_CYLINDER),
     (col.GEOM_PLANE, col.GEOM_BOX),
+    (col.GEOM_PLANE, col.GEOM_ELLIPSOID),
     (col.GEOM_SPHERE, col.GEOM_SPHERE),
     (col.GEOM_SPHERE, col.GEOM_CAPSULE),
     (col.GEOM_CAPSULE, col.GEOM_CAPSULE),

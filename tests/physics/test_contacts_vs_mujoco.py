@@ -295,7 +295,7 @@ def test_limited_ball_joint_is_a_load_error():
         physics.load_mjcf(xml)
 
 
-CYLINDER_SCENES = {
+PRIMITIVE_SCENES = {
     # a tilted can falls on the floor while a ball rolls into it
     "can, floor and ball": (
         """<mujoco><compiler angle="radian"/><worldbody><geom type="plane" size="5 5 .1"/>
@@ -315,14 +315,23 @@ CYLINDER_SCENES = {
         {6: [1.5, 0.0, 0.0], 9: [0.0, 0.0, 4.0]},
         {(0, 1)},
     ),
+    # a tilted egg drops, spinning, and rocks on the floor
+    "egg on the floor": (
+        """<mujoco><compiler angle="radian"/><worldbody><geom type="plane" size="5 5 .1"/>
+  <body pos="0 0 0.16" euler="0.5 0.3 0"><freejoint/><geom type="ellipsoid" size="0.1 0.07 0.15"/>
+  </body>
+</worldbody></mujoco>""",
+        {0: [0.5, 0.0, 0.0], 3: [0.0, 3.0, 2.0]},
+        {(0, 1)},
+    ),
 }
 
 
-@pytest.mark.parametrize("scene", list(CYLINDER_SCENES), ids=list(CYLINDER_SCENES))
-def test_cylinder_trajectory_matches_mujoco(scene):
-    """Plane-, sphere- and capsule-cylinder contacts in the step: 100 steps (0.2 s) against
-    MuJoCo."""
-    xml, velocities, pairs = CYLINDER_SCENES[scene]
+@pytest.mark.parametrize("scene", list(PRIMITIVE_SCENES), ids=list(PRIMITIVE_SCENES))
+def test_primitive_trajectory_matches_mujoco(scene):
+    """Plane-, sphere- and capsule-cylinder and plane-ellipsoid contacts in the step: 100 steps
+    (0.2 s) against MuJoCo."""
+    xml, velocities, pairs = PRIMITIVE_SCENES[scene]
     sys = physics.load_mjcf(xml)
     m = _mujoco(xml)
     d = mujoco.MjData(m)

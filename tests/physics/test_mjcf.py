@@ -30,6 +30,12 @@ def _check_against_mujoco(sys, m):
     close(sys.body_mass, m.body_mass)
     close(sys.body_ipos, m.body_ipos)
     close(sys.body_inertia, _body_inertia(m))
+    # body_iframe holds principal axes: the inertia is diagonal there, with MuJoCo's moments
+    frame = np.asarray(sys.body_iframe, np.float64)
+    principal = np.einsum("bji,bjk,bkl->bil", frame, np.asarray(sys.body_inertia), frame)
+    scale = np.abs(m.body_inertia).max()
+    close(principal * (1 - np.eye(3)) / scale, np.zeros_like(principal))
+    close(np.sort(np.diagonal(principal, 0, 1, 2), -1) / scale, np.sort(m.body_inertia, -1) / scale)
     close(sys.body_pos, m.body_pos)
     close(sys.qpos0, m.qpos0)
     close(sys.jnt_range, m.jnt_range)
@@ -99,6 +105,11 @@ DEFAULTS_XML = """
     <body name="free" pos="1 2 3" zaxis="1 0 1">
       <freejoint/>
       <geom type="capsule" size="0.1 0.2" mass="3"/>
+    </body>
+    <body name="eggs" pos="-1 0 1">
+      <joint type="hinge" axis="0 1 0"/>
+      <geom type="ellipsoid" size="0.1 0.2 0.3" euler="0.3 0 0" contype="0" conaffinity="0"/>
+      <geom type="ellipsoid" fromto="0 0 0 0.2 0.1 0.3" size="0.05" contype="0" conaffinity="0"/>
     </body>
   </worldbody>
   <contact><exclude body1="a" body2="b"/></contact>
