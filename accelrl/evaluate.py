@@ -23,7 +23,14 @@ from accelrl.envs import (
     make_training_env,
 )
 from accelrl.fused import make_agent, make_fused_trainer
-from accelrl.render import VIDEO_SUFFIXES, check_target, gl, renderable, write_render
+from accelrl.render import (
+    VIDEO_SUFFIXES,
+    check_target,
+    gl,
+    model_of,
+    renderable,
+    write_render,
+)
 
 STEP_CAP = 100_000
 """Bound on eval steps for environments without a time limit."""
@@ -260,5 +267,5 @@ def evaluate_run(
     result = EvalResult(**{**asdict(result), "checkpoint_iteration": int(state.iteration)})
     (run_dir / "eval.json").write_text(json.dumps(asdict(result), indent=2))
     if base is not None:
-        write_render(render, base.mjcf_xml, trajectories, base.dt * config.env.action_repeat)
+        write_render(render, model_of(base), trajectories, base.dt * config.env.action_repeat)
     return result

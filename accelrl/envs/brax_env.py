@@ -11,6 +11,10 @@ so the agent's bounded actions keep them inside.
 `brax:module:Attribute` is a Brax Env class or factory of the user's own, called with the
 kwargs. brax is optional (`pip install 'accelrl[brax]'`), imported only when such a name is
 made.
+
+A Brax env built on a System (Brax's `PipelineEnv`, every env Brax registers) renders like the
+locomotion envs (`accelrl eval --render`): its System keeps the `mujoco.MjModel` it was built
+from (`mj_model`) and every Brax pipeline state has MuJoCo's qpos as `q`.
 """
 
 from __future__ import annotations
@@ -59,6 +63,21 @@ class BraxEnv(Environment[Any]):
             truncated=jnp.zeros((), bool),
         )
         return state, timestep
+
+    # ------------------------------------------------------------------ rendering
+    @property
+    def mj_model(self) -> Any:
+        """The MuJoCo model of the env's Brax System (None for an env without one)."""
+        return getattr(getattr(self.env, "sys", None), "mj_model", None)
+
+    @property
+    def dt(self) -> float:
+        """Seconds per env step."""
+        return float(self.env.dt)
+
+    def qpos(self, state: Any) -> jax.Array:
+        """MuJoCo qpos of an env state (its pipeline state's `q`)."""
+        return state.pipeline_state.q
 
     @property
     def observation_space(self) -> Box:

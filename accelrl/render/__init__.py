@@ -1,8 +1,9 @@
 """Renders of MJCF-model trajectories: GIF/MP4 through MuJoCo's renderer, or an HTML viewer.
 
-An environment is renderable when its unwrapped instance has `mjcf_xml` (MJCF text MuJoCo can
-load), `qpos(state)` (MuJoCo's qpos for one env state) and `dt` (seconds per env step, for
-playback in real time), as the locomotion envs do.
+An environment is renderable when its unwrapped instance has its model as `mjcf_xml` (MJCF
+text MuJoCo can load, as the locomotion envs have) or `mj_model` (a `mujoco.MjModel`, as Brax's
+envs have), `qpos(state)` (MuJoCo's qpos for one env state) and `dt` (seconds per env step, for
+playback in real time).
 """
 
 from __future__ import annotations
@@ -10,13 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from accelrl.config import ConfigError
 from accelrl.render import gl
 from accelrl.render.gl import RenderBackendError
+
+if TYPE_CHECKING:
+    import mujoco
 
 VIDEO_SUFFIXES = (".gif", ".mp4")
 SUFFIXES = (*VIDEO_SUFFIXES, ".html")
@@ -32,7 +36,7 @@ __all__ = [
     "renderable",
     "write_render",
 ]
-_PROTOCOL = "`mjcf_xml`, `qpos(state)` and `dt`"
+_PROTOCOL = "`mjcf_xml` or `mj_model`, `qpos(state)` and `dt`"
 
 
 def check_target(path: Path) -> None:
@@ -41,30 +45,42 @@ def check_target(path: Path) -> None:
         raise ConfigError(f"cannot render to {path}: the file name must end in {SUFFIXES}")
 
 
+def model_of(env: Any) -> str | mujoco.MjModel | None:
+    """The MuJoCo model an (unwrapped) env describes itself with, or None."""
+    xml = getattr(env, "mjcf_xml", None)
+    if isinstance(xml, str):
+        return xml
+    model = getattr(env, "mj_model", None)
+    return model if type(model).__name__ == "MjModel" else None
+
+
 def renderable(env: Any, name: str) -> Any:
-    """The unwrapped env if it describes itself as an MJCF model, else ConfigError."""
+    """The unwrapped env if it describes itself as a MuJoCo model, else ConfigError."""
     base = env.unwrapped
-    has_model = isinstance(getattr(base, "mjcf_xml", None), str)
+    has_model = model_of(base) is not None
     has_dt = isinstance(getattr(base, "dt", None), (int, float))
     if not (has_model and has_dt and callable(getattr(base, "qpos", None))):
         raise ConfigError(
-            f"environment {name!r} cannot be rendered: only MJCF-model environments (with "
-            f"{_PROTOCOL}, e.g. the locomotion envs) can"
+            f"environment {name!r} cannot be rendered: only MuJoCo-model environments (with "
+            f"{_PROTOCOL}, e.g. the locomotion envs and Brax's) can"
         )
     return base
 
 
-def write_render(path: Path, mjcf_xml: str, episodes: Sequence[np.ndarray], dt: float) -> None:
-    """Writes qpos trajectories `episodes` ([T_i, nq] each, played in turn) to `path`:
-    a GIF or MP4 through MuJoCo's renderer, or a self-contained HTML viewer."""
+def write_render(
+    path: Path, model: str | mujoco.MjModel, episodes: Sequence[np.ndarray], dt: float
+) -> None:
+    """Writes qpos trajectories `episodes` ([T_i, nq] each, played in turn) of `model` (MJCF
+    text or a MuJoCo model) to `path`: a GIF or MP4 through MuJoCo's renderer, or a
+    self-contained HTML viewer."""
     check_target(path)
     if Path(path).suffix.lower() == ".html":
         from accelrl.render.html import write_html
 
-        write_html(path, mjcf_xml, episodes, dt)
+        write_html(path, model, episodes, dt)
         return
     from accelrl.render.video import render_frames, write_video
 
     stride = max(1, math.ceil(1.0 / (dt * VIDEO_FPS)))
     qpos = np.concatenate([np.asarray(q)[::stride] for q in episodes])
-    write_video(path, render_frames(mjcf_xml, qpos), fps=1.0 / (dt * stride))
+    write_video(path, render_frames(model, qpos), fps=1.0 / (dt * stride))

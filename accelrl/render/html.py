@@ -53,7 +53,9 @@ def _rgba(model: mujoco.MjModel, g: int) -> list[float]:
     return [round(float(x), 3) for x in rgba]
 
 
-def trajectory_scene(mjcf_xml: str, episodes: Sequence[np.ndarray], dt: float) -> dict:
+def trajectory_scene(
+    source: str | mujoco.MjModel, episodes: Sequence[np.ndarray], dt: float
+) -> dict:
     """The viewer's JSON: geom shapes, per-frame geom poses and camera target, frame labels.
 
     `episodes` are qpos trajectories [T_i, nq] played one after another; `dt` is the time
@@ -61,7 +63,7 @@ def trajectory_scene(mjcf_xml: str, episodes: Sequence[np.ndarray], dt: float) -
     """
     if not episodes or any(len(q) == 0 for q in episodes):
         raise ValueError("need at least one episode, each with at least one frame")
-    model = load_model(mjcf_xml, np.shape(episodes[0])[1])
+    model = load_model(source, np.shape(episodes[0])[1])
     data = mujoco.MjData(model)
     geoms = _drawn_geoms(model)
     pos, quat, target, labels = [], [], [], []
@@ -98,9 +100,11 @@ def trajectory_scene(mjcf_xml: str, episodes: Sequence[np.ndarray], dt: float) -
     }
 
 
-def write_html(path: Path, mjcf_xml: str, episodes: Sequence[np.ndarray], dt: float) -> None:
+def write_html(
+    path: Path, source: str | mujoco.MjModel, episodes: Sequence[np.ndarray], dt: float
+) -> None:
     """Writes the viewer page for `episodes` (see `trajectory_scene`) to `path`."""
-    scene = json.dumps(trajectory_scene(mjcf_xml, episodes, dt), separators=(",", ":"))
+    scene = json.dumps(trajectory_scene(source, episodes, dt), separators=(",", ":"))
     template = resources.files("accelrl.render").joinpath("viewer.html").read_text("utf-8")
     page = template.replace("__TITLE__", html.escape(f"accelrl: {Path(path).stem}")).replace(
         "__TRAJECTORY__", scene.replace("</", "<\\/")

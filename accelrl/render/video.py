@@ -6,6 +6,7 @@ physics loaded) and drawn by a camera that tracks the root body from the side.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import mujoco
@@ -14,9 +15,13 @@ import numpy as np
 from accelrl.render.gl import gl_context
 
 
-def load_model(mjcf_xml: str, nq: int) -> mujoco.MjModel:
-    """MuJoCo's model of `mjcf_xml`, checked to have `nq` position coordinates."""
-    model = mujoco.MjModel.from_xml_string(mjcf_xml)
+def load_model(source: str | mujoco.MjModel, nq: int) -> mujoco.MjModel:
+    """MuJoCo's model of `source` (MJCF text, or a model: copied, as rendering changes its
+    visual settings), checked to have `nq` position coordinates."""
+    if isinstance(source, str):
+        model = mujoco.MjModel.from_xml_string(source)
+    else:
+        model = copy.deepcopy(source)
     if model.nq != nq:
         raise ValueError(f"trajectory has {nq} coordinates per frame, the model has nq={model.nq}")
     return model
@@ -37,13 +42,13 @@ def tracking_camera(model: mujoco.MjModel, data: mujoco.MjData) -> mujoco.MjvCam
 
 
 def render_frames(
-    mjcf_xml: str, qpos: np.ndarray, width: int = 320, height: int = 240
+    source: str | mujoco.MjModel, qpos: np.ndarray, width: int = 320, height: int = 240
 ) -> np.ndarray:
     """RGB frames [T, height, width, 3] (uint8) of the model at each row of `qpos` [T, nq]."""
     qpos = np.asarray(qpos, np.float64)
     if qpos.ndim != 2 or len(qpos) == 0:
         raise ValueError(f"qpos must be [T>0, nq], got shape {qpos.shape}")
-    model = load_model(mjcf_xml, qpos.shape[1])
+    model = load_model(source, qpos.shape[1])
     model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
     model.vis.global_.offheight = max(model.vis.global_.offheight, height)
     data = mujoco.MjData(model)

@@ -7,8 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from accelrl.config import ConfigError
 from accelrl.envs import Box, TimeLimit, make, make_training_env
 from accelrl.envs.brax_env import BraxEnv
+from accelrl.render import renderable
 
 # A Brax Env of a user's own (not a PipelineEnv: no physics to compile): a point that moves by
 # its action and ends its episode when |x| > 1.
@@ -64,6 +66,9 @@ def test_a_users_brax_env_terminates_by_its_done_and_is_truncated_at_braxs_1000(
         state, ts = step(state, jnp.ones(1))
         assert bool(ts.terminated) == (t == 3) and not bool(ts.truncated)  # x = 1.5 at t = 3
     assert float(ts.reward) == -1.5
+    # no Brax System, so no MuJoCo model to draw: rendering is refused by name
+    with pytest.raises(ConfigError, match=f"'brax:{point_module}:Point' cannot be rendered"):
+        renderable(env, f"brax:{point_module}:Point")
 
     stack = make_training_env(f"brax:{point_module}:Point", 2)
     assert isinstance(stack.env.env.env, TimeLimit) and stack.env.env.env.max_steps == 1000

@@ -27,7 +27,8 @@ def test_non_mjcf_env_is_refused(run_dir, capsys):
     out = run_dir / "cartpole.gif"
     assert eval_render(run_dir, "--render", str(out)) == 2
     err = capsys.readouterr().err
-    assert "environment 'cartpole' cannot be rendered" in err and "`mjcf_xml`, `qpos" in err
+    assert "environment 'cartpole' cannot be rendered" in err
+    assert "`mjcf_xml` or `mj_model`, `qpos" in err
     assert not out.exists() and not (run_dir / "eval.json").exists()
 
 
