@@ -46,10 +46,14 @@ Bounds = tuple[jax.Array, jax.Array]  # per-row force bounds (lo [n], hi [n]), l
 def _jar_range(R: jax.Array, bounds: Bounds) -> tuple[jax.Array, jax.Array]:
     """(-hi R, -lo R): the jar range where a row's force -D jar is within its bounds.
 
-    An infinite bound gives -inf without an inf * 0 in its derivatives (which would be NaN)."""
+    An infinite bound gives an infinite end without an inf * 0 in its derivatives (which
+    would be NaN)."""
     lo, hi = bounds
-    finite = jnp.isfinite(hi)
-    return jnp.where(finite, -jnp.where(finite, hi, 0.0) * R, -jnp.inf), -lo * R
+    finite_hi, finite_lo = jnp.isfinite(hi), jnp.isfinite(lo)
+    return (
+        jnp.where(finite_hi, -jnp.where(finite_hi, hi, 0.0) * R, -jnp.inf),
+        jnp.where(finite_lo, -jnp.where(finite_lo, lo, 0.0) * R, jnp.inf),
+    )
 
 
 def _clipped_jar(jar: jax.Array, R: jax.Array, bounds: Bounds | None) -> jax.Array:
@@ -196,9 +200,11 @@ def soft_rows(
     solref: jax.Array,
     solimp: jax.Array,
     timestep: jax.Array | float,
+    impedance_pos: jax.Array | None = None,
 ) -> tuple[jax.Array, jax.Array]:
-    """(aref, R) of constraint rows from pos - margin, J qvel and A_ii."""
-    d = impedance(pos, solimp)
+    """(aref, R) of constraint rows from pos - margin, J qvel and A_ii; the impedance comes
+    from `impedance_pos` where given (a connect's gap norm), else from pos."""
+    d = impedance(pos if impedance_pos is None else impedance_pos, solimp)
     return reference_acceleration(pos, vel, d, solref, solimp, timestep), regularizer(
         diag_approx, d
     )
@@ -239,7 +245,7 @@ def _line_search(line: _Line) -> jax.Array:
     line = line._replace(dMd=jnp.maximum(line.dMd, MINVAL))
     jar, jd, R, bounds = line.jar, line.jd, line.R, line.bounds
     nz = jnp.abs(jd) > MINVAL
-    edges = [jnp.zeros_like(jar)] if bounds is None else [-bounds[1] * R, -bounds[0] * R]
+    edges = [jnp.zeros_like(jar)] if bounds is None else list(_jar_range(R, bounds))
     breaks = jnp.concatenate(
         [
             jnp.where(

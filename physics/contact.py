@@ -35,7 +35,7 @@ import numpy as np
 
 from physics import collision as col
 from physics import constraints as con
-from physics import dynamics, kinematics, math
+from physics import dynamics, equality, kinematics, math
 from physics.system import JNT_BALL, JNT_HINGE, JNT_SLIDE, System, Topology
 
 # Fixed Newton steps per substep (System.newton_steps), the default of load_mjcf. Warm-started
@@ -153,6 +153,7 @@ class _Layout:
     lim_qadr: np.ndarray
     lim_dadr: np.ndarray
     fric_dof: np.ndarray  # [nfric] dofs with friction loss (a bounded-force row each)
+    neq: int  # rows of the equality constraints (physics.equality)
 
     @property
     def ncon(self) -> int:
@@ -213,6 +214,7 @@ def _layout(sys: System) -> _Layout:
         fric_dof=np.zeros(0, np.int32)
         if sys.disable_frictionloss
         else np.asarray(sys.dof_friction, np.int32),
+        neq=equality.num_rows(sys),
     )
 
 
@@ -263,8 +265,9 @@ def _mass_and_com_jacobians(sys: System) -> tuple[jax.Array, jax.Array]:
 
 
 @math.full_precision
-def invweights(sys: System) -> tuple[jax.Array, jax.Array]:
-    """(body_invweight0 [nbody, 2], dof_invweight0 [nv]) at qpos0, as MuJoCo's mj_setConst.
+def invweights(sys: System) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(body_invweight0 [nbody, 2], dof_invweight0 [nv], eq_invweight0 [neq]) at qpos0, as
+    MuJoCo's mj_setConst (the equalities' from the first two: physics.equality).
 
     Per body, the mean diagonal of J M^-1 J^T for the translational and rotational Jacobians
     at its centre of mass (0 for bodies welded to the world; 1/mass and 0 for a child of the
@@ -303,7 +306,8 @@ def invweights(sys: System) -> tuple[jax.Array, jax.Array]:
         for size in {0: (3, 3), JNT_BALL: (3,)}.get(int(t), (1,)):
             dof[adr : adr + size] = dm[adr : adr + size].mean()
             adr += size
-    return jnp.asarray(body, jnp.float32), jnp.asarray(dof, jnp.float32)
+    eq = equality.invweight0(sys, body, dof, minv)
+    return tuple(jnp.asarray(x, jnp.float32) for x in (body, dof, eq))
 
 
 # --------------------------------------------------------------------------- per step
@@ -363,13 +367,17 @@ def _collide_all(
 
 
 def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
-    """Constraint rows: (J, unit rows, pos - margin, mask, diag, solref, solimp, contact extras).
+    """Constraint rows: (J, unit rows, pos - margin, impedance pos, mask, diag, solref, solimp,
+    contact extras).
 
     Friction-loss rows (one per dof with friction loss: position 0, always on) and joint-limit
-    rows are unit rows (see :func:`physics.constraints.solve`), in that order, not part of J.
+    rows are unit rows (see :func:`physics.constraints.solve`), in that order, not part of J;
+    the rows of J are the equality rows (always on), then the contact rows.
     """
     kin, nv = state.kin, sys.nv
     Js, poss, masks, diags, refs, imps = [], [], [], [], [], []
+    imp_pos = []  # impedance positions where they differ from pos (equality rows)
+    acc_bias = []  # dJ/dt qvel subtracted from aref (connect rows), zero elsewhere
     contact = None
     unit_dofs, unit_signs = [], []
     if lay.nfric:
@@ -394,6 +402,18 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         diags.append(jnp.tile(sys.dof_invweight0[lay.lim_dadr], 2))
         refs.append(jnp.tile(sys.jnt_solref[lay.lim_jnt], (2, 1)))
         imps.append(jnp.tile(sys.jnt_solimp[lay.lim_jnt], (2, 1)))
+    imp_pos.extend(poss)
+    acc_bias.extend(jnp.zeros_like(p) for p in poss)
+    if lay.neq:
+        eq = equality.rows(sys, kin, state.q, state.qd, state.cvel)
+        Js.append(eq.J)
+        acc_bias.append(eq.jdot_qd)
+        poss.append(eq.pos)
+        imp_pos.append(eq.impedance_pos)
+        masks.append(jnp.ones(lay.neq, bool))
+        diags.append(eq.diag)
+        refs.append(eq.solref)
+        imps.append(eq.solimp)
     if lay.ncon:
         mu, margin, solref, solimp = _pair_params(sys, lay)
         c = _collide_all(sys, kin, lay, margin)
@@ -419,6 +439,8 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         pos = jnp.where(active, c.dist - margin, 0.0)[sel]
         Js.append(J.reshape(-1, nv))
         poss.append(jnp.repeat(pos, 4))
+        imp_pos.append(poss[-1])
+        acc_bias.append(jnp.zeros_like(poss[-1]))
         masks.append((active[sel][:, None] & rows_ok).reshape(-1))
         diags.append(diag.reshape(-1))
         refs.append(jnp.repeat(solref[sel], 4, axis=0))
@@ -427,7 +449,8 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
     cat = jnp.concatenate
     J = cat(Js) if Js else jnp.zeros((0, nv), state.qd.dtype)
     unit_rows = (np.concatenate(unit_dofs), np.concatenate(unit_signs)) if unit_dofs else None
-    return J, unit_rows, cat(poss), cat(masks), cat(diags), cat(refs), cat(imps), contact
+    rows = cat(poss), cat(imp_pos), cat(acc_bias), cat(masks), cat(diags), cat(refs), cat(imps)
+    return J, unit_rows, *rows, contact
 
 
 def _solved_slots(gap_to_margin: jax.Array, max_contacts: int | None) -> jax.Array | np.ndarray:
@@ -471,20 +494,26 @@ def solve_constraints(
     nb = sys.nbody
     qacc_smooth = jsl.cho_solve(jsl.cho_factor(mass), qfrc_smooth)
     empty = empty_contact(sys, dtype)
-    if lay.nfric == 0 and lay.nlim == 0 and lay.ncon == 0:
+    if lay.nfric == 0 and lay.nlim == 0 and lay.neq == 0 and lay.ncon == 0:
         return ConstraintResult(
             jnp.zeros_like(qfrc_smooth), qacc_smooth, empty, jnp.zeros((nb, 6), dtype)
         )
-    J, unit, pos, mask, diag, solref, solimp, contact = _rows(sys, state, lay)
+    J, unit, pos, imp_pos, acc_bias, mask, diag, solref, solimp, contact = _rows(sys, state, lay)
     vel = con.row_values(J, unit, state.qd)
-    aref, R = con.soft_rows(pos, vel, diag, solref, solimp, sys.timestep)
+    aref, R = con.soft_rows(pos, vel, diag, solref, solimp, sys.timestep, imp_pos)
+    if lay.neq:
+        aref = aref - acc_bias
     D = jnp.where(mask, 1.0 / R, 0.0)
     bounds = None
-    if lay.nfric:  # friction loss: |force| <= frictionloss; the others: force >= 0
-        nrest = len(aref) - lay.nfric
+    if lay.nfric or lay.neq:
+        # friction loss: |force| <= frictionloss; equality: any force; the others: force >= 0
         floss = sys.dof_frictionloss[lay.fric_dof]
-        zeros = jnp.zeros(nrest, floss.dtype)
-        bounds = (jnp.concatenate([-floss, zeros]), jnp.concatenate([floss, zeros + jnp.inf]))
+        n_lim, n_con = 2 * lay.nlim, len(aref) - lay.nfric - 2 * lay.nlim - lay.neq
+        inf, zeros = jnp.full(lay.neq, jnp.inf, floss.dtype), jnp.zeros(n_lim, floss.dtype)
+        bounds = (
+            jnp.concatenate([-floss, zeros, -inf, jnp.zeros(n_con, floss.dtype)]),
+            jnp.concatenate([floss, zeros + jnp.inf, inf, jnp.full(n_con, jnp.inf, floss.dtype)]),
+        )
     warm = state.qacc
     use_warm = _cost(mass, qacc_smooth, J, unit, aref, D, R, bounds, warm) < _cost(
         mass, qacc_smooth, J, unit, aref, D, R, bounds, qacc_smooth
@@ -506,7 +535,7 @@ def solve_constraints(
     if contact is None:
         return ConstraintResult(res.qfrc_constraint, res.qacc, empty, jnp.zeros((nb, 6), dtype))
     c, mu_s, c1, active, sel = contact  # mu_s, c1: of the solved slots `sel`
-    f = res.efc_force[lay.nfric + 2 * lay.nlim :].reshape(len(sel), 4)
+    f = res.efc_force[lay.nfric + 2 * lay.nlim + lay.neq :].reshape(len(sel), 4)
     local = jax.vmap(con.pyramid_force)(f, mu_s)
     if np.any(lay.slot_condim1):  # frictionless: the normal row alone
         local = jnp.where(c1[:, None], f[:, :3] * jnp.array([1.0, 0.0, 0.0]), local)

@@ -31,16 +31,23 @@ def mass_matrix(sys: System, kin: Kinematics) -> jax.Array:
     return m + jnp.diag(sys.dof_armature)
 
 
-@math.full_precision
-def bias_force(sys: System, kin: Kinematics, cvel: jax.Array, qd: jax.Array) -> jax.Array:
-    """Coriolis, centrifugal and gravity forces (MuJoCo's qfrc_bias, RNE with qacc = 0)."""
+def velocity_product_acceleration(sys: System, kin: Kinematics, qd: jax.Array) -> jax.Array:
+    """[nbody, 6] spatial acceleration of each body when qacc = 0 and without gravity: the
+    sum of cdof_dot * qd over the dofs that move it (MuJoCo's cacc terms of RNE)."""
     topo = sys.topology
     vd = kin.cdof * qd[:, None]
     # cdof_dot: each axis moves with the velocity of the frame that carries it
     frame_vel = math.static_matmul(topo.dof_moving_frame.T, vd)
     cdof_dot = math.cross_motion(frame_vel, kin.cdof)
+    return math.static_matmul(topo.body_dof, cdof_dot * qd[:, None])
+
+
+@math.full_precision
+def bias_force(sys: System, kin: Kinematics, cvel: jax.Array, qd: jax.Array) -> jax.Array:
+    """Coriolis, centrifugal and gravity forces (MuJoCo's qfrc_bias, RNE with qacc = 0)."""
+    topo = sys.topology
     gravity = jnp.concatenate([jnp.zeros(3, sys.gravity.dtype), -sys.gravity])
-    cacc = math.static_matmul(topo.body_dof, cdof_dot * qd[:, None]) + gravity
+    cacc = velocity_product_acceleration(sys, kin, qd) + gravity
     momentum = math.mat_vec(kin.cinert, cvel)
     fbody = math.mat_vec(kin.cinert, cacc) + math.cross_force(cvel, momentum)
     cfrc = math.static_matmul(topo.body_ancestor, fbody)  # subtree sums

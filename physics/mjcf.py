@@ -6,8 +6,9 @@ stiffness, armature, frictionloss), plane/sphere/capsule/ellipsoid/cylinder/box 
 motor/position/velocity/general (fixed gain, affine bias, no activation) actuators on joints or
 fixed tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
 a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), ``default`` classes
-with ``childclass``, ``contact/exclude`` and fixed tendons with springs and dampers (no
-friction loss or limits). Purely visual or bookkeeping content (rgba, material,
+with ``childclass``, ``contact/exclude``, fixed tendons with springs and dampers (no
+friction loss or limits), and ``equality`` connect (by body), joint and fixed-tendon
+constraints (no weld). Purely visual or bookkeeping content (rgba, material,
 assets, cameras, lights, sites, sensors, keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
 so a model never silently behaves differently from MuJoCo.
@@ -31,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from physics import constraints as con
-from physics import contact
+from physics import contact, equality
 from physics import system as S
 
 _MINVAL = 1e-15
@@ -63,6 +64,14 @@ _ACTUATOR_TAGS = ("general", "motor", "position", "velocity")
 # Actuator attributes that set the force model (gain and bias); the others (gear, ranges, ...)
 # are common to every kind.
 _GAIN_BIAS = {"kp", "kv", "gainprm", "biasprm", "gaintype", "biastype", "dyntype"}
+
+# Attributes of every <equality> element, and of each kind (connect by body only: no sites).
+_EQUALITY = {"name", "class", "active", "solref", "solimp"}
+_EQUALITY_KINDS = {
+    "connect": _EQUALITY | {"body1", "body2", "anchor"},
+    "joint": _EQUALITY | {"joint1", "joint2", "polycoef"},
+    "tendon": _EQUALITY | {"tendon1", "tendon2", "polycoef"},
+}
 
 # Attributes understood per element; anything else on these elements is an error.
 _KNOWN = {
@@ -158,6 +167,7 @@ _KNOWN = {
     | _VISUAL
     | {"width", "margin", "solreflimit", "solimplimit", "solreffriction", "solimpfriction"},
     "exclude": {"name", "body1", "body2"},
+    "equality": _EQUALITY,  # in <default>: what every kind of equality takes from its class
 }
 # Vector attributes that may be given partially, the rest coming from the default class.
 _PARTIAL = {"friction", "solimp", "solimplimit", "size", "gear"}
@@ -174,9 +184,9 @@ _IGNORED = {
     "keyframe",
     "sensor",
 }
-# Defaults of elements this engine refuses wherever a model uses them (a mesh geom, an
-# <equality> or <pair> section): a class may still hold them unused, as asset libraries' do.
-_DEFAULTS_OF_REFUSED = {"mesh", "material", "equality", "pair", "flex"}
+# Defaults of elements this engine refuses wherever a model uses them (a mesh geom, a <pair>
+# section): a class may still hold them unused, as asset libraries' do.
+_DEFAULTS_OF_REFUSED = {"mesh", "material", "pair", "flex"}
 # <option><flag> switches with MuJoCo's defaults, and those that cannot change what this engine
 # simulates (diagnostics, solver and collision internals, features it refuses to load anyway).
 _FLAG_DEFAULTS = {
@@ -190,14 +200,14 @@ _FLAG_DEFAULTS = {
 }
 # What each switch this engine honours turns off when disabled.
 _FLAG_EFFECTS = {
-    "constraint": {"contact", "limit", "frictionloss"},
+    "constraint": {"contact", "limit", "frictionloss", "equality"},
     "contact": {"contact"},
     "limit": {"limit"},
     "frictionloss": {"frictionloss"},
     "gravity": {"gravity"},
+    "equality": {"equality"},
 }
 _FLAGS_WITHOUT_EFFECT = {
-    "equality",
     "warmstart",
     "refsafe",
     "sensor",
@@ -328,6 +338,7 @@ class _Loader:
         self.tendons: dict[str, list[tuple[int, float]]] = {}  # fixed: name -> (joint, coef)
         self.spring_tendons: list[dict] = []  # fixed tendons with a spring or damper
         self.excludes: list[tuple[str, str, ET.Element]] = []
+        self.equalities: list[dict] = []
         self.current: ET.Element | None = None  # the element whose attributes were read last
 
     # ---------------------------------------------------------------- errors and attributes
@@ -904,6 +915,75 @@ class _Loader:
                     raise self.error(e, "exclude needs body1 and body2")
                 self.excludes.append((a["body1"], a["body2"], e))
 
+    def parse_equality(self) -> None:
+        """<equality>: connect (by body), joint and tendon couplings; weld and the rest are
+        refused. An inactive one (active="false") is left out: this engine has no switch to
+        turn it on later."""
+        bodies = [b["name"] for b in self.bodies]
+        joints = [j["name"] for j in self.joints]
+        for sec in (c for c in self.root if c.tag == "equality"):
+            for e in sec:
+                if e.tag not in _EQUALITY_KINDS:
+                    raise self.error(e, f"unsupported equality constraint <{e.tag}>")
+                cls = e.get("class", "main")
+                if cls not in self.classes:
+                    raise self.error(e, f"unknown default class {cls!r}")
+                a = {**self.classes[cls].get("equality", {})}
+                _merge(a, e.attrib)
+                self.current = e
+                unknown = sorted(set(a) - _EQUALITY_KINDS[e.tag])
+                if unknown:
+                    hint = " (sites are not loaded: give body1/body2 and anchor)" if {
+                        "site1", "site2"} & set(unknown) else ""  # fmt: skip
+                    raise self.error(e, f"unsupported attribute(s) {unknown}{hint}")
+                if not self.flag(e, a, "active", True):
+                    continue
+                data = np.zeros(6)
+                if e.tag == "connect":
+                    for key in ("body1", "anchor"):
+                        if key not in a:
+                            raise self.error(e, f"connect needs {key}")
+                    names = [a["body1"], a.get("body2", "world")]
+                    for n in names:
+                        if n not in bodies:
+                            raise self.error(e, f"unknown body {n!r}")
+                    obj1, obj2 = ((bodies.index(names[0]),), (bodies.index(names[1]),))
+                    data[:3] = self.get_floats(e, a, "anchor", None, 3)
+                else:
+                    kind = e.tag  # joint or tendon
+                    side = []
+                    for key in (f"{kind}1", f"{kind}2"):
+                        name = a.get(key)
+                        if name is None:
+                            side.append(())
+                        elif kind == "joint":
+                            if name not in joints:
+                                raise self.error(e, f"unknown joint {name!r}")
+                            jid = joints.index(name)
+                            if self.joints[jid]["type"] not in (S.JNT_HINGE, S.JNT_SLIDE):
+                                raise self.error(e, f"joint {name!r} must be hinge or slide")
+                            side.append(((jid, 1.0),))
+                        elif name in self.tendons:
+                            side.append(tuple(self.tendons[name]))
+                        else:
+                            raise self.error(e, f"unknown fixed tendon {name!r}")
+                    if not side[0]:
+                        raise self.error(e, f"a {kind} equality needs {kind}1")
+                    obj1, obj2 = side
+                    data[:5] = self.padded(e, a, "polycoef", (0.0, 1.0, 0.0, 0.0, 0.0))
+                self.equalities.append(
+                    {
+                        "type": {"connect": S.EQ_CONNECT, "joint": S.EQ_JOINT}.get(
+                            e.tag, S.EQ_TENDON
+                        ),
+                        "obj1": obj1,
+                        "obj2": obj2,
+                        "data": data,
+                        "solref": self.get_floats(e, a, "solref", con.DEFAULT_SOLREF, 2),
+                        "solimp": self.padded(e, a, "solimp", con.DEFAULT_SOLIMP),
+                    }
+                )
+
     def parse_tendons(self) -> None:
         """Fixed tendons: a linear combination of hinge/slide joint positions, which an actuator
         may drive, with an optional spring (stiffness, springlength) and damper. Tendon friction
@@ -1043,6 +1123,7 @@ class _Loader:
                     "actuator",
                     "contact",
                     "tendon",
+                    "equality",
                 }
                 | _IGNORED
             ):
@@ -1057,6 +1138,7 @@ class _Loader:
         self.parse_tendons()
         self.parse_actuators()
         self.parse_contact()
+        self.parse_equality()
         mass, ipos, inertia, iframe = self.body_inertias()
         parent = tuple(b["parent"] for b in self.bodies)
         topo = S.Topology(
@@ -1100,6 +1182,8 @@ class _Loader:
         af = lambda k, shape: f32([u[k] for u in self.actuators], (nu, *shape))  # noqa: E731
         nt, tendons = len(self.spring_tendons), self.spring_tendons
         tf = lambda k, shape: f32([t[k] for t in tendons], (nt, *shape))  # noqa: E731
+        neq, eqs = len(self.equalities), self.equalities
+        ef = lambda k, shape: f32([e[k] for e in eqs], (neq, *shape))  # noqa: E731
         sys_ = S.System(
             timestep=f32(self.timestep),
             gravity=f32(np.zeros(3) if "gravity" in self.disabled else self.gravity),
@@ -1142,8 +1226,12 @@ class _Loader:
             actuator_bias=af("bias", (3,)),
             actuator_ctrlrange=af("ctrlrange", (2,)),
             actuator_forcerange=af("forcerange", (2,)),
+            eq_data=ef("data", (6,)),
+            eq_solref=ef("solref", (2,)),
+            eq_solimp=ef("solimp", (5,)),
             body_invweight0=jnp.zeros((topo.nbody, 2), jnp.float32),
             dof_invweight0=jnp.zeros(topo.nv, jnp.float32),
+            eq_invweight0=jnp.zeros(neq, jnp.float32),
             topology=topo,
             jnt_limited=tuple(j["limited"] for j in self.joints),
             geom_type=tuple(g["type"] for g in self.geoms),
@@ -1155,6 +1243,9 @@ class _Loader:
             actuator_transmission=tuple(u["transmission"] for u in self.actuators),
             tendon_transmission=tuple(t["pairs"] for t in self.spring_tendons),
             exclude_pairs=tuple(excl),
+            eq_type=tuple(e["type"] for e in eqs),
+            eq_obj1=tuple(e["obj1"] for e in eqs),
+            eq_obj2=tuple(e["obj2"] for e in eqs),
             body_names=tuple(names),
             jnt_names=tuple(j["name"] for j in self.joints),
             geom_names=tuple(g["name"] for g in self.geoms),
@@ -1163,6 +1254,7 @@ class _Loader:
             disable_contact="contact" in self.disabled,
             disable_limit="limit" in self.disabled,
             disable_frictionloss="frictionloss" in self.disabled,
+            disable_equality="equality" in self.disabled,
             dof_friction=tuple(i for i, x in enumerate(frictionloss) if x > 0),
             cone=self.cone,
             impratio=self.impratio,
@@ -1197,8 +1289,11 @@ class _Loader:
             problems.append(f"cone={self.cone!r}: only the pyramidal cone is supported")
         if problems:
             raise self.error(None, "; ".join(problems))
-        body_iw, dof_iw = contact.invweights(sys_)
-        return dataclasses.replace(sys_, body_invweight0=body_iw, dof_invweight0=dof_iw)
+        sys_ = dataclasses.replace(sys_, eq_data=f32(equality.second_anchors(sys_)))
+        body_iw, dof_iw, eq_iw = contact.invweights(sys_)
+        return dataclasses.replace(
+            sys_, body_invweight0=body_iw, dof_invweight0=dof_iw, eq_invweight0=eq_iw
+        )
 
     def check_masses(self, topo: S.Topology, mass: np.ndarray) -> None:
         """A jointed body whose subtree has no mass would make the mass matrix singular."""

@@ -211,8 +211,11 @@ def test_model_errors_name_the_element(xml, needle):
 
 def test_unsupported_sections_raise_with_file_name(tmp_path):
     path = tmp_path / "m.xml"
+    path.write_text("<mujoco><worldbody/><deformable/></mujoco>")
+    with pytest.raises(physics.MJCFError, match=r"m\.xml.*unsupported element <deformable>"):
+        physics.load_mjcf(path)
     path.write_text('<mujoco><worldbody/><equality><weld body1="a"/></equality></mujoco>')
-    with pytest.raises(physics.MJCFError, match=r"m\.xml.*<equality>"):
+    with pytest.raises(physics.MJCFError, match=r"m\.xml.*unsupported equality constraint <weld>"):
         physics.load_mjcf(path)
     rough_tendon = (
         '<mujoco><worldbody><body><joint name="a"/><geom size="1"/></body>'

@@ -1,0 +1,182 @@
+"""Equality constraints (connect, joint and tendon couplings) against MuJoCo."""
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import pytest
+
+import physics
+from physics import dynamics
+from physics.step import smooth_force
+
+# A closed chain: a double pendulum whose tip is connected to a free-swinging third link's end
+# (a four-bar linkage with the world), a hinge pair coupled by a quadratic polynomial, a slide
+# held at an offset by a one-joint equality, and two fixed tendons kept equal, as dm_control's
+# manipulator couples its fingers; with friction loss, a joint limit and a ball bouncing on the
+# floor, every other kind of constraint row is in the same solve.
+SCENE = """
+<mujoco>
+  <option timestep="0.002"/>
+  <default><equality solref="0.01 1"/><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1" contype="1" conaffinity="1"/>
+    <body name="ball" pos="0 -1 0.3">
+      <freejoint/><geom size="0.1" contype="1" conaffinity="1"/>
+    </body>
+    <body name="crank" pos="0 0 1">
+      <joint name="crank" type="hinge" axis="0 1 0" damping="0.05" range="-0.6 0.6"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      <body name="coupler" pos="0.3 0 0">
+        <joint name="coupler" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.4 0 -0.3" size="0.03"/>
+      </body>
+    </body>
+    <body name="rocker" pos="0.7 0 0.5">
+      <joint name="rocker" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0 0 0.2" size="0.03"/>
+    </body>
+    <body name="pair" pos="0 1 1">
+      <joint name="a" type="hinge" axis="1 0 0"/>
+      <geom type="capsule" fromto="0 0 0 0 0.3 0" size="0.03"/>
+      <body pos="0 0.3 0">
+        <joint name="b" type="hinge" axis="1 0 0" ref="0.2" frictionloss="0.02"/>
+        <geom type="capsule" fromto="0 0 0 0 0.3 0" size="0.03"/>
+      </body>
+    </body>
+    <body name="slider" pos="0 2 1">
+      <joint name="s" type="slide" axis="0 0 1"/>
+      <geom type="box" size="0.05 0.05 0.05"/>
+    </body>
+    <body name="fingers" pos="0 3 1">
+      <joint name="f1" type="hinge" axis="1 0 0"/>
+      <geom type="capsule" fromto="0 0 0 0 0.2 0" size="0.02"/>
+      <body pos="0 0 0.1">
+        <joint name="f2" type="hinge" axis="1 0 0"/>
+        <geom type="capsule" fromto="0 0 0 0 0.2 0" size="0.02"/>
+      </body>
+    </body>
+  </worldbody>
+  <tendon>
+    <fixed name="t1"><joint joint="f1" coef="1"/></fixed>
+    <fixed name="t2"><joint joint="f2" coef="-0.5"/></fixed>
+  </tendon>
+  <equality>
+    <connect body1="coupler" body2="rocker" anchor="0.4 0 -0.3"/>
+    <joint joint1="b" joint2="a" polycoef="0.1 -0.8 0.5 0 0" solimp="0.95 0.99 0.001"/>
+    <joint joint1="s" polycoef="0.05"/>
+    <tendon tendon1="t1" tendon2="t2"/>
+    <joint joint1="a" joint2="b" active="false"/>
+  </equality>
+  <actuator>
+    <motor joint="crank" gear="2"/>
+    <motor joint="a"/>
+    <motor joint="f1"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def _mujoco(xml=SCENE):
+    return mujoco.MjModel.from_xml_string(xml)
+
+
+def test_constraint_force_matches_mujoco():
+    """Rows, impedances (the connect's from its gap norm) and the solve: qfrc_constraint of
+    random states against MuJoCo's."""
+    sys, m = physics.load_mjcf(SCENE), _mujoco()
+    assert len(sys.eq_type) == 4  # the inactive one is left out
+    np.testing.assert_allclose(sys.eq_data[0], m.eq_data[0, :6], atol=1e-6)  # body2's anchor
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(0)
+
+    @jax.jit
+    def ours(q, qd, ctrl):
+        state = physics.init(sys, q, qd)
+        mass = dynamics.mass_matrix(sys, state.kin)
+        return physics.constraint_force(sys, state, mass, smooth_force(sys, state, ctrl))
+
+    for _ in range(4):
+        d.qpos[:] = m.qpos0 + 0.2 * rng.normal(size=m.nq)
+        d.qvel[:] = rng.normal(size=m.nv)
+        d.ctrl[:] = rng.uniform(-1, 1, m.nu)
+        mujoco.mj_forward(m, d)
+        assert (d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY).sum() == 6
+        expected = d.qfrc_constraint
+        got = ours(d.qpos, d.qvel, d.ctrl)
+        np.testing.assert_allclose(got, expected, atol=2e-4 * np.abs(expected).max())
+
+
+def test_trajectory_matches_mujoco():
+    sys, m = physics.load_mjcf(SCENE), _mujoco()
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(1)
+    step = jax.jit(physics.step, static_argnames="n_substeps")
+    state = physics.init(sys)
+    for _ in range(20):  # 200 steps of 2 ms
+        ctrl = rng.uniform(-1, 1, m.nu)
+        d.ctrl[:] = ctrl
+        mujoco.mj_step(m, d, nstep=10)
+        state = step(sys, state, ctrl, n_substeps=10)
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
+    # the constraints hold: the linkage stays closed, the slide sits at its offset
+    kin, coupler, rocker = state.kin, sys.body_id("coupler"), sys.body_id("rocker")
+    tip = kin.xpos[coupler] + kin.xmat[coupler] @ jnp.array([0.4, 0.0, -0.3])
+    rocker_end = kin.xpos[rocker] + kin.xmat[rocker] @ sys.eq_data[0, 3:6]
+    assert float(jnp.linalg.norm(tip - rocker_end)) < 2e-3
+    assert float(state.q[sys.topology.jnt_qposadr[sys.joint_id("s")]]) == pytest.approx(
+        0.05, abs=2e-3
+    )
+
+
+def test_equality_flag_turns_them_off():
+    off = SCENE.replace(
+        '<option timestep="0.002"/>', '<option timestep="0.002"><flag equality="disable"/></option>'
+    )
+    sys = physics.load_mjcf(off)
+    state = jax.jit(physics.step, static_argnames="n_substeps")(
+        sys, physics.init(sys), jnp.zeros(3), n_substeps=100
+    )
+    m = _mujoco(off)
+    d = mujoco.MjData(m)
+    mujoco.mj_step(m, d, nstep=100)
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    assert float(state.q[sys.topology.jnt_qposadr[sys.joint_id("s")]]) < -0.1  # free fall
+
+
+@pytest.mark.parametrize(
+    "equality, needle",
+    [
+        ('<weld body1="pair"/>', "unsupported equality constraint <weld>"),
+        ('<connect site1="x" site2="y"/>', "sites are not loaded"),
+        ('<connect body1="pair"/>', "connect needs anchor"),
+        ('<connect body1="nope" anchor="0 0 0"/>', "unknown body 'nope'"),
+        ('<joint joint1="nope"/>', "unknown joint 'nope'"),
+        ('<joint joint2="a"/>', "needs joint1"),
+        ('<tendon tendon1="nope"/>', "unknown fixed tendon 'nope'"),
+        ('<joint joint1="a" polycoef="1 2 3 4 5 6"/>', "polycoef"),
+    ],
+)
+def test_unsupported_or_malformed_equalities_are_named(equality, needle):
+    xml = SCENE.replace("<equality>", f"<equality>{equality}", 1)
+    with pytest.raises(physics.MJCFError, match=needle):
+        physics.load_mjcf(xml)
+
+
+def test_ball_joint_coupling_is_refused():
+    xml = """<mujoco><worldbody><body><joint name="ball" type="ball"/><geom size="0.1"/></body>
+    </worldbody><equality><joint joint1="ball"/></equality></mujoco>"""
+    with pytest.raises(physics.MJCFError, match="'ball' must be hinge or slide"):
+        physics.load_mjcf(xml)
+
+
+def test_gradient_through_a_closed_chain_is_finite():
+    sys = physics.load_mjcf(SCENE)
+
+    def loss(ctrl):
+        state = physics.step(sys, physics.init(sys), ctrl, n_substeps=50)
+        return jnp.sum(jnp.sin(state.q)) + 0.1 * jnp.sum(state.qd)
+
+    grad = jax.jit(jax.grad(loss))(jnp.array([0.5, -0.3, 0.2]))
+    assert np.all(np.isfinite(grad)) and float(jnp.abs(grad).max()) > 0
