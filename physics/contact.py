@@ -154,6 +154,7 @@ class _Layout:
     lim_dadr: np.ndarray
     fric_dof: np.ndarray  # [nfric] dofs with friction loss (a bounded-force row each)
     neq: int  # rows of the equality constraints (physics.equality)
+    ball_jnt: np.ndarray  # [nball] limited ball joints (a row on the rotation angle each)
 
     @property
     def ncon(self) -> int:
@@ -166,6 +167,10 @@ class _Layout:
     @property
     def nfric(self) -> int:
         return len(self.fric_dof)
+
+    @property
+    def nball(self) -> int:
+        return len(self.ball_jnt)
 
 
 def _layout(sys: System) -> _Layout:
@@ -196,8 +201,11 @@ def _layout(sys: System) -> _Layout:
         [j for j in range(topo.njnt) if sys.jnt_limited[j] and jt[j] in (JNT_HINGE, JNT_SLIDE)],
         np.int32,
     )
+    ball = np.asarray(
+        [j for j in range(topo.njnt) if sys.jnt_limited[j] and jt[j] == JNT_BALL], np.int32
+    )
     if sys.disable_limit:
-        lim = np.zeros(0, np.int32)
+        lim, ball = np.zeros(0, np.int32), np.zeros(0, np.int32)
     return _Layout(
         groups=tuple(groups),
         slot_pair=slot_pair,
@@ -215,6 +223,7 @@ def _layout(sys: System) -> _Layout:
         if sys.disable_frictionloss
         else np.asarray(sys.dof_friction, np.int32),
         neq=equality.num_rows(sys),
+        ball_jnt=ball,
     )
 
 
@@ -248,9 +257,6 @@ def check_supported(sys: System) -> list[str]:
             f"contact of geoms {sys.geom_names[g1]!r} and {sys.geom_names[g2]!r}: "
             "only condim 1 and 3 are supported"
         )
-    for j, t in enumerate(sys.topology.jnt_type):
-        if t == JNT_BALL and sys.jnt_limited[j]:
-            problems.append(f"joint {sys.jnt_names[j]!r}: ball joint limits are not supported")
     return problems
 
 
@@ -372,7 +378,7 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
 
     Friction-loss rows (one per dof with friction loss: position 0, always on) and joint-limit
     rows are unit rows (see :func:`physics.constraints.solve`), in that order, not part of J;
-    the rows of J are the equality rows (always on), then the contact rows.
+    the rows of J are the equality rows (always on), the ball-joint limits, then the contacts.
     """
     kin, nv = state.kin, sys.nv
     Js, poss, masks, diags, refs, imps = [], [], [], [], [], []
@@ -414,6 +420,23 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         diags.append(eq.diag)
         refs.append(eq.solref)
         imps.append(eq.solimp)
+    if lay.nball:  # MuJoCo: max(range) - rotation angle, Jacobian -axis on the joint's dofs
+        j, topo = lay.ball_jnt, sys.topology
+        quat = state.q[topo.jnt_qposadr[j][:, None] + np.arange(4)]
+        rotvec = math.quat_to_rotvec(quat)
+        angle = jnp.sqrt(jnp.sum(rotvec * rotvec, axis=-1) + 1e-30)
+        dist = jnp.max(sys.jnt_range[j], axis=-1) - angle
+        rows = jnp.zeros((len(j), nv), rotvec.dtype)
+        cols = topo.jnt_dofadr[j][:, None] + np.arange(3)
+        Js.append(rows.at[np.arange(len(j))[:, None], cols].set(-rotvec / angle[:, None]))
+        margin = sys.jnt_margin[j]
+        poss.append(dist - margin)
+        imp_pos.append(dist - margin)
+        acc_bias.append(jnp.zeros_like(dist))
+        masks.append(dist < margin)
+        diags.append(sys.dof_invweight0[topo.jnt_dofadr[j]])
+        refs.append(sys.jnt_solref[j])
+        imps.append(sys.jnt_solimp[j])
     if lay.ncon:
         mu, margin, solref, solimp = _pair_params(sys, lay)
         c = _collide_all(sys, kin, lay, margin)
@@ -494,7 +517,7 @@ def solve_constraints(
     nb = sys.nbody
     qacc_smooth = jsl.cho_solve(jsl.cho_factor(mass), qfrc_smooth)
     empty = empty_contact(sys, dtype)
-    if lay.nfric == 0 and lay.nlim == 0 and lay.neq == 0 and lay.ncon == 0:
+    if lay.nfric == 0 and lay.nlim == 0 and lay.neq == 0 and lay.nball == 0 and lay.ncon == 0:
         return ConstraintResult(
             jnp.zeros_like(qfrc_smooth), qacc_smooth, empty, jnp.zeros((nb, 6), dtype)
         )
@@ -535,7 +558,7 @@ def solve_constraints(
     if contact is None:
         return ConstraintResult(res.qfrc_constraint, res.qacc, empty, jnp.zeros((nb, 6), dtype))
     c, mu_s, c1, active, sel = contact  # mu_s, c1: of the solved slots `sel`
-    f = res.efc_force[lay.nfric + 2 * lay.nlim + lay.neq :].reshape(len(sel), 4)
+    f = res.efc_force[lay.nfric + 2 * lay.nlim + lay.neq + lay.nball :].reshape(len(sel), 4)
     local = jax.vmap(con.pyramid_force)(f, mu_s)
     if np.any(lay.slot_condim1):  # frictionless: the normal row alone
         local = jnp.where(c1[:, None], f[:, :3] * jnp.array([1.0, 0.0, 0.0]), local)

@@ -142,6 +142,17 @@ def static_matmul(a: np.ndarray, x: jax.Array) -> jax.Array:
     return out
 
 
+def quat_to_rotvec(q: jax.Array) -> jax.Array:
+    """Rotation vector (axis * angle, angle in (-pi, pi]) of unit quaternions [..., 4]
+    (w first), as MuJoCo's mju_quat2Vel with dt = 1."""
+    q = quat_normalize(q)
+    xyz = q[..., 1:]
+    sin_half = jnp.sqrt(jnp.sum(xyz * xyz, axis=-1) + 1e-30)
+    angle = 2.0 * jnp.arctan2(sin_half, q[..., 0])
+    angle = jnp.where(angle > jnp.pi, angle - 2.0 * jnp.pi, angle)
+    return xyz * (angle / sin_half)[..., None]
+
+
 def axis_angle_to_mat(axis: jax.Array, angle: jax.Array) -> jax.Array:
     """Rotation matrix about unit ``axis`` by ``angle`` (Rodrigues)."""
     k = skew(axis)
