@@ -272,7 +272,7 @@ def _mass_and_com_jacobians(sys: System) -> tuple[jax.Array, jax.Array]:
 
 @math.full_precision
 def invweights(sys: System) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """(body_invweight0 [nbody, 2], dof_invweight0 [nv], eq_invweight0 [neq]) at qpos0, as
+    """(body_invweight0 [nbody, 2], dof_invweight0 [nv], eq_invweight0 [neq, 2]) at qpos0, as
     MuJoCo's mj_setConst (the equalities' from the first two: physics.equality).
 
     Per body, the mean diagonal of J M^-1 J^T for the translational and rotational Jacobians
@@ -411,7 +411,7 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
     imp_pos.extend(poss)
     acc_bias.extend(jnp.zeros_like(p) for p in poss)
     if lay.neq:
-        eq = equality.rows(sys, kin, state.q, state.qd, state.cvel)
+        eq = equality.rows(sys, kin, state.q, state.qd)
         Js.append(eq.J)
         acc_bias.append(eq.jdot_qd)
         poss.append(eq.pos)

@@ -201,3 +201,25 @@ def point_jacobian(
     ang = kin.cdof[:, :3] * mask
     lin = (kin.cdof[:, 3:] + jnp.cross(kin.cdof[:, :3], (point - ref)[..., None, :])) * mask
     return jnp.swapaxes(jnp.concatenate([ang, lin], axis=-1), -1, -2)
+
+
+def integrate_position(sys: System, q: jax.Array, qd: jax.Array, dt: jax.Array) -> jax.Array:
+    """q advanced by qd over dt (MuJoCo's mj_integratePos)."""
+    topo = sys.topology
+    jt = np.asarray(topo.jnt_type)
+    # linear part: every qpos slot that is not a quaternion gets qd of its dof
+    lin = np.zeros((topo.nq, topo.nv), np.float32)
+    quat_joints = []
+    for j, t in enumerate(jt):
+        qa, da = topo.jnt_qposadr[j], topo.jnt_dofadr[j]
+        n_lin = 3 if t == JNT_FREE else (0 if t == JNT_BALL else 1)
+        lin[qa + np.arange(n_lin), da + np.arange(n_lin)] = 1.0
+        if t in (JNT_FREE, JNT_BALL):
+            quat_joints.append((qa + n_lin, da + n_lin))
+    q_new = q + dt * math.static_matmul(lin, qd)
+    if quat_joints:
+        qa = np.asarray([a for a, _ in quat_joints])[:, None]
+        da = np.asarray([d for _, d in quat_joints])[:, None]
+        quat = math.quat_integrate(q[qa + np.arange(4)], qd[da + np.arange(3)], dt)
+        q_new = q_new.at[qa + np.arange(4)].set(quat)
+    return q_new

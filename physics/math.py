@@ -45,6 +45,11 @@ def quat_mul(a: jax.Array, b: jax.Array) -> jax.Array:
     )
 
 
+def quat_conj(q: jax.Array) -> jax.Array:
+    """Conjugate (the inverse of a unit quaternion)."""
+    return q * jnp.array([1.0, -1.0, -1.0, -1.0])
+
+
 def quat_to_mat(q: jax.Array) -> jax.Array:
     """Rotation matrix of a unit quaternion; columns are the rotated frame's axes."""
     w, x, y, z = jnp.moveaxis(q, -1, 0)

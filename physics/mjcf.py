@@ -7,8 +7,8 @@ motor/position/velocity/general (fixed gain, affine bias, no activation) actuato
 fixed tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
 a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), ``default`` classes
 with ``childclass``, ``contact/exclude``, fixed tendons with springs and dampers (no
-friction loss or limits), and ``equality`` connect (by body), joint and fixed-tendon
-constraints (no weld). Purely visual or bookkeeping content (rgba, material,
+friction loss or limits), and ``equality`` connect and weld (by body), joint and
+fixed-tendon constraints. Purely visual or bookkeeping content (rgba, material,
 assets, cameras, lights, sites, sensors, keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
 so a model never silently behaves differently from MuJoCo.
@@ -65,10 +65,12 @@ _ACTUATOR_TAGS = ("general", "motor", "position", "velocity")
 # are common to every kind.
 _GAIN_BIAS = {"kp", "kv", "gainprm", "biasprm", "gaintype", "biastype", "dyntype"}
 
-# Attributes of every <equality> element, and of each kind (connect by body only: no sites).
+# Attributes of every <equality> element, and of each kind (connect and weld by body: sites
+# are not loaded).
 _EQUALITY = {"name", "class", "active", "solref", "solimp"}
 _EQUALITY_KINDS = {
     "connect": _EQUALITY | {"body1", "body2", "anchor"},
+    "weld": _EQUALITY | {"body1", "body2", "anchor", "relpose", "torquescale"},
     "joint": _EQUALITY | {"joint1", "joint2", "polycoef"},
     "tendon": _EQUALITY | {"tendon1", "tendon2", "polycoef"},
 }
@@ -916,7 +918,7 @@ class _Loader:
                 self.excludes.append((a["body1"], a["body2"], e))
 
     def parse_equality(self) -> None:
-        """<equality>: connect (by body), joint and tendon couplings; weld and the rest are
+        """<equality>: connect and weld (by body), joint and tendon couplings; the rest are
         refused. An inactive one (active="false") is left out: this engine has no switch to
         turn it on later."""
         bodies = [b["name"] for b in self.bodies]
@@ -938,17 +940,23 @@ class _Loader:
                     raise self.error(e, f"unsupported attribute(s) {unknown}{hint}")
                 if not self.flag(e, a, "active", True):
                     continue
-                data = np.zeros(6)
-                if e.tag == "connect":
-                    for key in ("body1", "anchor"):
+                data, relpose = np.zeros(11), False
+                data[10] = float(a.get("torquescale", 1.0))  # MuJoCo stores it for every kind
+                if e.tag in ("connect", "weld"):
+                    needed = ("body1", "anchor") if e.tag == "connect" else ("body1",)
+                    for key in needed:
                         if key not in a:
-                            raise self.error(e, f"connect needs {key}")
+                            raise self.error(e, f"{e.tag} needs {key}")
                     names = [a["body1"], a.get("body2", "world")]
                     for n in names:
                         if n not in bodies:
                             raise self.error(e, f"unknown body {n!r}")
                     obj1, obj2 = ((bodies.index(names[0]),), (bodies.index(names[1]),))
-                    data[:3] = self.get_floats(e, a, "anchor", None, 3)
+                    data[:3] = self.get_floats(e, a, "anchor", np.zeros(3), 3)
+                    if e.tag == "weld":
+                        pose = self.get_floats(e, a, "relpose", [0, 1, 0, 0, 0, 0, 0], 7)
+                        relpose = bool(np.any(pose[3:] != 0))  # else: the pose at qpos0
+                        data[3:10] = pose
                 else:
                     kind = e.tag  # joint or tendon
                     side = []
@@ -973,9 +981,13 @@ class _Loader:
                     data[:5] = self.padded(e, a, "polycoef", (0.0, 1.0, 0.0, 0.0, 0.0))
                 self.equalities.append(
                     {
-                        "type": {"connect": S.EQ_CONNECT, "joint": S.EQ_JOINT}.get(
-                            e.tag, S.EQ_TENDON
-                        ),
+                        "type": {
+                            "connect": S.EQ_CONNECT,
+                            "weld": S.EQ_WELD,
+                            "joint": S.EQ_JOINT,
+                            "tendon": S.EQ_TENDON,
+                        }[e.tag],
+                        "relpose": relpose,
                         "obj1": obj1,
                         "obj2": obj2,
                         "data": data,
@@ -1226,12 +1238,12 @@ class _Loader:
             actuator_bias=af("bias", (3,)),
             actuator_ctrlrange=af("ctrlrange", (2,)),
             actuator_forcerange=af("forcerange", (2,)),
-            eq_data=ef("data", (6,)),
+            eq_data=ef("data", (11,)),
             eq_solref=ef("solref", (2,)),
             eq_solimp=ef("solimp", (5,)),
             body_invweight0=jnp.zeros((topo.nbody, 2), jnp.float32),
             dof_invweight0=jnp.zeros(topo.nv, jnp.float32),
-            eq_invweight0=jnp.zeros(neq, jnp.float32),
+            eq_invweight0=jnp.zeros((neq, 2), jnp.float32),
             topology=topo,
             jnt_limited=tuple(j["limited"] for j in self.joints),
             geom_type=tuple(g["type"] for g in self.geoms),
@@ -1289,7 +1301,8 @@ class _Loader:
             problems.append(f"cone={self.cone!r}: only the pyramidal cone is supported")
         if problems:
             raise self.error(None, "; ".join(problems))
-        sys_ = dataclasses.replace(sys_, eq_data=f32(equality.second_anchors(sys_)))
+        relpose = tuple(e["relpose"] for e in eqs)
+        sys_ = dataclasses.replace(sys_, eq_data=f32(equality.compiled_data(sys_, relpose)))
         body_iw, dof_iw, eq_iw = contact.invweights(sys_)
         return dataclasses.replace(
             sys_, body_invweight0=body_iw, dof_invweight0=dof_iw, eq_invweight0=eq_iw

@@ -12,12 +12,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
-import numpy as np
 
 from physics import contact, dynamics, fluid, kinematics, math
 from physics.contact import ContactState
 from physics.kinematics import Kinematics
-from physics.system import JNT_BALL, JNT_FREE, System
+from physics.system import System
 
 
 class State(NamedTuple):
@@ -129,28 +128,6 @@ def forward(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
     return jsl.cho_solve(jsl.cho_factor(m), smooth_force(sys, state, ctrl))
 
 
-def integrate_position(sys: System, q: jax.Array, qd: jax.Array, dt: jax.Array) -> jax.Array:
-    """q advanced by qd over dt (MuJoCo's mj_integratePos)."""
-    topo = sys.topology
-    jt = np.asarray(topo.jnt_type)
-    # linear part: every qpos slot that is not a quaternion gets qd of its dof
-    lin = np.zeros((topo.nq, topo.nv), np.float32)
-    quat_joints = []
-    for j, t in enumerate(jt):
-        qa, da = topo.jnt_qposadr[j], topo.jnt_dofadr[j]
-        n_lin = 3 if t == JNT_FREE else (0 if t == JNT_BALL else 1)
-        lin[qa + np.arange(n_lin), da + np.arange(n_lin)] = 1.0
-        if t in (JNT_FREE, JNT_BALL):
-            quat_joints.append((qa + n_lin, da + n_lin))
-    q_new = q + dt * math.static_matmul(lin, qd)
-    if quat_joints:
-        qa = np.asarray([a for a, _ in quat_joints])[:, None]
-        da = np.asarray([d for _, d in quat_joints])[:, None]
-        quat = math.quat_integrate(q[qa + np.arange(4)], qd[da + np.arange(3)], dt)
-        q_new = q_new.at[qa + np.arange(4)].set(quat)
-    return q_new
-
-
 def _substep(sys: System, state: State, ctrl: jax.Array) -> State:
     dt = sys.timestep
     m = dynamics.mass_matrix(sys, state.kin)
@@ -164,7 +141,7 @@ def _substep(sys: System, state: State, ctrl: jax.Array) -> State:
     damp = dt * sys.dof_damping
     qacc = res.qacc - jsl.cho_solve(jsl.cho_factor(m + jnp.diag(damp)), damp * res.qacc)
     qd = state.qd + dt * qacc
-    q = integrate_position(sys, state.q, qd, dt)
+    q = kinematics.integrate_position(sys, state.q, qd, dt)
     kin = kinematics.forward_kinematics(sys, q)
     cvel = kinematics.com_velocity(sys, kin.cdof, qd)
     return State(q, qd, state.time + dt, kin, cvel, res.qacc, fc, res.contact, res.cfrc_ext)

@@ -16,8 +16,8 @@ import numpy as np
 
 # Joint and geom type codes are MuJoCo's (mjtJoint, mjtGeom).
 JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = 0, 1, 2, 3
-# Equality constraint types (MuJoCo's mjtEq): a fixed tendon's is EQ_TENDON, weld is not built.
-EQ_CONNECT, EQ_JOINT, EQ_TENDON = 0, 2, 3
+# Equality constraint types (MuJoCo's mjtEq; EQ_TENDON couples fixed tendons).
+EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON = 0, 1, 2, 3
 JNT_NQ = {JNT_FREE: 7, JNT_BALL: 4, JNT_SLIDE: 1, JNT_HINGE: 1}
 JNT_NV = {JNT_FREE: 6, JNT_BALL: 3, JNT_SLIDE: 1, JNT_HINGE: 1}
 GEOM_PLANE, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX = 0, 2, 3, 4, 5, 6
@@ -199,15 +199,17 @@ class System:
     actuator_bias: jax.Array  # [nu, 3]
     actuator_ctrlrange: jax.Array  # [nu, 2]
     actuator_forcerange: jax.Array  # [nu, 2]
-    # equality constraints, all active: connect (a ball joint between two bodies' anchors) and
-    # joint/tendon couplings, value1 - ref1 = polycoef(value2 - ref2) (refs: values at qpos0)
-    eq_data: jax.Array  # [neq, 6] connect: anchor in body1, anchor in body2; else polycoef[:5]
+    # equality constraints, all active: connect (a ball joint between two bodies' anchors), weld
+    # (a rigid joint) and joint/tendon couplings, value1 - ref1 = polycoef(value2 - ref2) (refs:
+    # values at qpos0). eq_data as MuJoCo's: connect: anchor in body1, anchor in body2; weld:
+    # anchor in body2, anchor in body1, relative quaternion, torquescale; else polycoef[:5]
+    eq_data: jax.Array  # [neq, 11]
     eq_solref: jax.Array  # [neq, 2]
     eq_solimp: jax.Array  # [neq, 5]
     # constants MuJoCo computes at qpos0 (mj_setConst): diagonal approximations of J M^-1 J^T
     body_invweight0: jax.Array  # [nbody, 2] translation, rotation
     dof_invweight0: jax.Array  # [nv]
-    eq_invweight0: jax.Array  # [neq] of each equality's rows (its objects' invweight0, summed)
+    eq_invweight0: jax.Array  # [neq, 2] of its translational, rotational rows (objects' summed)
     # static structure
     topology: Topology = _static()
     jnt_limited: tuple[bool, ...] = _static()
@@ -231,8 +233,8 @@ class System:
     disable_limit: bool = _static(default=False)  # MuJoCo's mjDSBL_LIMIT
     disable_frictionloss: bool = _static(default=False)  # MuJoCo's mjDSBL_FRICTIONLOSS
     disable_equality: bool = _static(default=False)  # MuJoCo's mjDSBL_EQUALITY
-    eq_type: tuple[int, ...] = _static(default=())  # EQ_CONNECT, EQ_JOINT or EQ_TENDON
-    # connect: the two bodies ((b1,), (b2,)); joint/tendon: each side's (joint, coef) pairs
+    eq_type: tuple[int, ...] = _static(default=())  # EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON
+    # connect, weld: the two bodies ((b1,), (b2,)); joint/tendon: each side's (joint, coef) pairs
     # (a joint is ((j, 1.0),); side 2 is () when the equality names one object)
     eq_obj1: tuple[tuple, ...] = _static(default=())
     eq_obj2: tuple[tuple, ...] = _static(default=())

@@ -86,7 +86,7 @@ def test_constraint_force_matches_mujoco():
     random states against MuJoCo's."""
     sys, m = physics.load_mjcf(SCENE), _mujoco()
     assert len(sys.eq_type) == 4  # the inactive one is left out
-    np.testing.assert_allclose(sys.eq_data[0], m.eq_data[0, :6], atol=1e-6)  # body2's anchor
+    np.testing.assert_allclose(sys.eq_data, m.eq_data[:4, :11], atol=1e-6)  # as compiled
     d = mujoco.MjData(m)
     rng = np.random.default_rng(0)
 
@@ -148,7 +148,7 @@ def test_equality_flag_turns_them_off():
 @pytest.mark.parametrize(
     "equality, needle",
     [
-        ('<weld body1="pair"/>', "unsupported equality constraint <weld>"),
+        ('<flex flex="x"/>', "unsupported equality constraint <flex>"),
         ('<connect site1="x" site2="y"/>', "sites are not loaded"),
         ('<connect body1="pair"/>', "connect needs anchor"),
         ('<connect body1="nope" anchor="0 0 0"/>', "unknown body 'nope'"),
@@ -180,3 +180,58 @@ def test_gradient_through_a_closed_chain_is_finite():
 
     grad = jax.jit(jax.grad(loss))(jnp.array([0.5, -0.3, 0.2]))
     assert np.all(np.isfinite(grad)) and float(jnp.abs(grad).max()) > 0
+
+
+# Welds: two free bodies welded to each other (anchor on body2, torque scale 2), and an arm on
+# a ball joint welded to the world through an explicit relpose; wide solimp widths so the
+# impedance follows each weld's whole 6-vector violation.
+WELDS = """
+<mujoco>
+  <option gravity="0 0 -9.81"/>
+  <default><equality solimp="0.5 0.95 0.5"/></default>
+  <worldbody>
+    <body name="a" pos="0 0 1" euler="10 20 30"><freejoint/>
+      <geom type="box" size="0.1 0.2 0.05"/></body>
+    <body name="b" pos="0.3 0.1 1.2" euler="-20 5 40"><freejoint/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/></body>
+    <body name="arm" pos="0 1 1"><joint type="ball"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.04"/></body>
+  </worldbody>
+  <equality>
+    <weld body1="a" body2="b" anchor="0.1 0.05 0" torquescale="2"/>
+    <weld body1="arm" relpose="0.3 -0.1 0.2 0.9 0.1 0.3 0.2" anchor="0.1 0 0"/>
+  </equality>
+</mujoco>
+"""
+
+
+def test_welds_match_mujoco():
+    sys, m = physics.load_mjcf(WELDS), _mujoco(WELDS)
+    np.testing.assert_allclose(sys.eq_data, m.eq_data[:, :11], atol=1e-6)  # as compiled
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(2)
+
+    @jax.jit
+    def ours(q, qd):
+        state = physics.init(sys, q, qd)
+        mass = dynamics.mass_matrix(sys, state.kin)
+        return physics.constraint_force(sys, state, mass, smooth_force(sys, state, jnp.zeros(0)))
+
+    for _ in range(4):
+        q = m.qpos0 + 0.2 * rng.normal(size=m.nq)
+        for adr in (3, 10, 14):
+            q[adr : adr + 4] /= np.linalg.norm(q[adr : adr + 4])
+        d.qpos[:], d.qvel[:] = q, rng.normal(size=m.nv)
+        mujoco.mj_forward(m, d)
+        expected = d.qfrc_constraint
+        np.testing.assert_allclose(
+            ours(d.qpos, d.qvel), expected, atol=2e-4 * np.abs(expected).max()
+        )
+    # falling and swinging for 200 steps
+    d = mujoco.MjData(m)
+    state = jax.jit(physics.step, static_argnames="n_substeps")(
+        sys, physics.init(sys), jnp.zeros(0), n_substeps=200
+    )
+    mujoco.mj_step(m, d, nstep=200)
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)

@@ -215,7 +215,7 @@ def test_unsupported_sections_raise_with_file_name(tmp_path):
     with pytest.raises(physics.MJCFError, match=r"m\.xml.*unsupported element <deformable>"):
         physics.load_mjcf(path)
     path.write_text('<mujoco><worldbody/><equality><weld body1="a"/></equality></mujoco>')
-    with pytest.raises(physics.MJCFError, match=r"m\.xml.*unsupported equality constraint <weld>"):
+    with pytest.raises(physics.MJCFError, match=r"m\.xml.*<weld>: unknown body 'a'"):
         physics.load_mjcf(path)
     rough_tendon = (
         '<mujoco><worldbody><body><joint name="a"/><geom size="1"/></body>'
