@@ -154,6 +154,8 @@ class _Layout:
     lim_dadr: np.ndarray
     fric_dof: np.ndarray  # [nfric] dofs with friction loss (a bounded-force row each)
     neq: int  # rows of the equality constraints (physics.equality)
+    ten_fric: np.ndarray  # [ntf] constrained tendons with friction loss (a bounded row each)
+    ten_lim: np.ndarray  # [ntl] limited constrained tendons (two rows each)
     ball_jnt: np.ndarray  # [nball] limited ball joints (a row on the rotation angle each)
 
     @property
@@ -223,6 +225,12 @@ def _layout(sys: System) -> _Layout:
         if sys.disable_frictionloss
         else np.asarray(sys.dof_friction, np.int32),
         neq=equality.num_rows(sys),
+        ten_fric=np.zeros(0, np.int32)
+        if sys.disable_frictionloss
+        else np.asarray(sys.tendon_friction, np.int32),
+        ten_lim=np.zeros(0, np.int32)
+        if sys.disable_limit
+        else np.flatnonzero(np.asarray(sys.tendon_limited, bool)).astype(np.int32),
         ball_jnt=ball,
     )
 
@@ -271,9 +279,10 @@ def _mass_and_com_jacobians(sys: System) -> tuple[jax.Array, jax.Array]:
 
 
 @math.full_precision
-def invweights(sys: System) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """(body_invweight0 [nbody, 2], dof_invweight0 [nv], eq_invweight0 [neq, 2]) at qpos0, as
-    MuJoCo's mj_setConst (the equalities' from the first two: physics.equality).
+def invweights(sys: System) -> tuple[jax.Array, ...]:
+    """(body_invweight0 [nbody, 2], dof_invweight0 [nv], eq_invweight0 [neq, 2],
+    tendon_invweight0 [ntc]) at qpos0, as MuJoCo's mj_setConst (the equalities' from the
+    first two: physics.equality; a constrained tendon's J M^-1 J^T).
 
     Per body, the mean diagonal of J M^-1 J^T for the translational and rotational Jacobians
     at its centre of mass (0 for bodies welded to the world; 1/mass and 0 for a child of the
@@ -313,7 +322,9 @@ def invweights(sys: System) -> tuple[jax.Array, jax.Array, jax.Array]:
             dof[adr : adr + size] = dm[adr : adr + size].mean()
             adr += size
     eq = equality.invweight0(sys, body, dof, minv)
-    return tuple(jnp.asarray(x, jnp.float32) for x in (body, dof, eq))
+    _, moment = dynamics.transmission(sys, sys.constrained_tendons)
+    tendon = np.einsum("tn,nm,tm->t", moment, minv, moment)
+    return tuple(jnp.asarray(x, jnp.float32) for x in (body, dof, eq, tendon))
 
 
 # --------------------------------------------------------------------------- per step
@@ -378,7 +389,8 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
 
     Friction-loss rows (one per dof with friction loss: position 0, always on) and joint-limit
     rows are unit rows (see :func:`physics.constraints.solve`), in that order, not part of J;
-    the rows of J are the equality rows (always on), the ball-joint limits, then the contacts.
+    the rows of J are the equality rows (always on), the tendons' friction-loss rows (always
+    on) and limit rows (lower, upper), the ball-joint limits, then the contacts.
     """
     kin, nv = state.kin, sys.nv
     Js, poss, masks, diags, refs, imps = [], [], [], [], [], []
@@ -420,6 +432,32 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         diags.append(eq.diag)
         refs.append(eq.solref)
         imps.append(eq.solimp)
+    if len(lay.ten_fric) or len(lay.ten_lim):
+        to_q, moment = dynamics.transmission(sys, sys.constrained_tendons)
+        length, moment = math.static_matmul(to_q, state.q), jnp.asarray(moment, state.q.dtype)
+    if len(lay.ten_fric):  # dry friction along the tendon: position 0, always on
+        t = lay.ten_fric
+        Js.append(moment[t])
+        poss.append(jnp.zeros(len(t), state.q.dtype))
+        imp_pos.append(poss[-1])
+        acc_bias.append(poss[-1])
+        masks.append(jnp.ones(len(t), bool))
+        diags.append(sys.tendon_invweight0[t])
+        refs.append(sys.tendon_solref_friction[t])
+        imps.append(sys.tendon_solimp_friction[t])
+    if len(lay.ten_lim):  # as joint limits, on the tendon's length
+        t = lay.ten_lim
+        lo, hi = sys.tendon_range[t, 0], sys.tendon_range[t, 1]
+        dist = jnp.concatenate([length[t] - lo, hi - length[t]])
+        margin = jnp.tile(sys.tendon_margin[t], 2)
+        Js.append(jnp.concatenate([moment[t], -moment[t]]))
+        poss.append(dist - margin)
+        imp_pos.append(poss[-1])
+        acc_bias.append(jnp.zeros_like(dist))
+        masks.append(dist < margin)
+        diags.append(jnp.tile(sys.tendon_invweight0[t], 2))
+        refs.append(jnp.tile(sys.tendon_solref_limit[t], (2, 1)))
+        imps.append(jnp.tile(sys.tendon_solimp_limit[t], (2, 1)))
     if lay.nball:  # MuJoCo: max(range) - rotation angle, Jacobian -axis on the joint's dofs
         j, topo = lay.ball_jnt, sys.topology
         quat = state.q[topo.jnt_qposadr[j][:, None] + np.arange(4)]
@@ -517,7 +555,9 @@ def solve_constraints(
     nb = sys.nbody
     qacc_smooth = jsl.cho_solve(jsl.cho_factor(mass), qfrc_smooth)
     empty = empty_contact(sys, dtype)
-    if lay.nfric == 0 and lay.nlim == 0 and lay.neq == 0 and lay.nball == 0 and lay.ncon == 0:
+    if not (lay.nfric or lay.nlim or lay.neq or lay.nball or lay.ncon) and not (
+        len(lay.ten_fric) or len(lay.ten_lim)
+    ):
         return ConstraintResult(
             jnp.zeros_like(qfrc_smooth), qacc_smooth, empty, jnp.zeros((nb, 6), dtype)
         )
@@ -528,14 +568,31 @@ def solve_constraints(
         aref = aref - acc_bias
     D = jnp.where(mask, 1.0 / R, 0.0)
     bounds = None
-    if lay.nfric or lay.neq:
+    if lay.nfric or lay.neq or len(lay.ten_fric):
         # friction loss: |force| <= frictionloss; equality: any force; the others: force >= 0
         floss = sys.dof_frictionloss[lay.fric_dof]
-        n_lim, n_con = 2 * lay.nlim, len(aref) - lay.nfric - 2 * lay.nlim - lay.neq
-        inf, zeros = jnp.full(lay.neq, jnp.inf, floss.dtype), jnp.zeros(n_lim, floss.dtype)
+        ten_floss = sys.tendon_frictionloss[lay.ten_fric]
+        n_rest = len(aref) - lay.nfric - 2 * lay.nlim - lay.neq - len(lay.ten_fric)
+        full = lambda n, v: jnp.full(n, v, floss.dtype)  # noqa: E731
         bounds = (
-            jnp.concatenate([-floss, zeros, -inf, jnp.zeros(n_con, floss.dtype)]),
-            jnp.concatenate([floss, zeros + jnp.inf, inf, jnp.full(n_con, jnp.inf, floss.dtype)]),
+            jnp.concatenate(
+                [
+                    -floss,
+                    full(2 * lay.nlim, 0),
+                    full(lay.neq, -jnp.inf),
+                    -ten_floss,
+                    full(n_rest, 0),
+                ]
+            ),
+            jnp.concatenate(
+                [
+                    floss,
+                    full(2 * lay.nlim, jnp.inf),
+                    full(lay.neq, jnp.inf),
+                    ten_floss,
+                    full(n_rest, jnp.inf),
+                ]
+            ),  # fmt: skip
         )
     warm = state.qacc
     use_warm = _cost(mass, qacc_smooth, J, unit, aref, D, R, bounds, warm) < _cost(
@@ -558,7 +615,7 @@ def solve_constraints(
     if contact is None:
         return ConstraintResult(res.qfrc_constraint, res.qacc, empty, jnp.zeros((nb, 6), dtype))
     c, mu_s, c1, active, sel = contact  # mu_s, c1: of the solved slots `sel`
-    f = res.efc_force[lay.nfric + 2 * lay.nlim + lay.neq + lay.nball :].reshape(len(sel), 4)
+    f = res.efc_force[-4 * len(sel) :].reshape(len(sel), 4)  # the contacts' rows come last
     local = jax.vmap(con.pyramid_force)(f, mu_s)
     if np.any(lay.slot_condim1):  # frictionless: the normal row alone
         local = jnp.where(c1[:, None], f[:, :3] * jnp.array([1.0, 0.0, 0.0]), local)

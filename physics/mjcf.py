@@ -6,9 +6,9 @@ stiffness, armature, frictionloss), plane/sphere/capsule/ellipsoid/cylinder/box 
 motor/position/velocity/general (fixed gain, affine bias, no activation) actuators on joints or
 fixed tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
 a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), ``default`` classes
-with ``childclass``, ``contact/exclude``, fixed tendons with springs and dampers (no
-friction loss or limits), and ``equality`` connect and weld (by body), joint and
-fixed-tendon constraints. Purely visual or bookkeeping content (rgba, material,
+with ``childclass``, ``contact/exclude``, fixed tendons with springs, dampers, limits and
+friction loss, and ``equality`` connect and weld (by body), joint and fixed-tendon
+constraints. Purely visual or bookkeeping content (rgba, material,
 assets, cameras, lights, sites, sensors, keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
 so a model never silently behaves differently from MuJoCo.
@@ -339,6 +339,7 @@ class _Loader:
         self.actuators: list[dict] = []
         self.tendons: dict[str, list[tuple[int, float]]] = {}  # fixed: name -> (joint, coef)
         self.spring_tendons: list[dict] = []  # fixed tendons with a spring or damper
+        self.constrained_tendons: list[dict] = []  # fixed tendons with a limit or friction loss
         self.excludes: list[tuple[str, str, ET.Element]] = []
         self.equalities: list[dict] = []
         self.current: ET.Element | None = None  # the element whose attributes were read last
@@ -365,8 +366,8 @@ class _Loader:
         defaults = self.classes[cls]
         if elem.tag in _ACTUATOR_TAGS:
             out = {**defaults.get("actuator", {}), **self.inherited_force_model(elem, defaults)}
-        else:
-            out = dict(defaults.get(elem.tag, {}))
+        else:  # a <fixed> tendon takes its class's <tendon> defaults
+            out = dict(defaults.get("tendon" if elem.tag == "fixed" else elem.tag, {}))
         self.current = elem  # named if one of its numbers turns out malformed
         _merge(out, elem.attrib)
         self.check_known(elem, out)
@@ -998,8 +999,8 @@ class _Loader:
 
     def parse_tendons(self) -> None:
         """Fixed tendons: a linear combination of hinge/slide joint positions, which an actuator
-        may drive, with an optional spring (stiffness, springlength) and damper. Tendon friction
-        loss and limits are refused."""
+        may drive, with an optional spring (stiffness, springlength) and damper, limits (range,
+        margin, solreflimit, solimplimit) and friction loss (solreffriction, solimpfriction)."""
         names = [j["name"] for j in self.joints]
         for sec in self.root.iter("tendon"):
             if sec not in list(self.root):
@@ -1008,8 +1009,10 @@ class _Loader:
                 if t.tag != "fixed":
                     raise self.error(t, f"unsupported tendon <{t.tag}>")
                 a = self.attrs(t, "main")
-                if float(a.get("frictionloss", 0)) != 0 or self.flag(t, a, "limited", "range" in a):
-                    raise self.error(t, "fixed tendons with frictionloss or limits are unsupported")
+                frictionloss = float(a.get("frictionloss", 0))
+                limited = self.flag(t, a, "limited", "range" in a)
+                if frictionloss < 0:
+                    raise self.error(t, f"frictionloss must be >= 0, got {frictionloss}")
                 stiffness, damping = float(a.get("stiffness", 0)), float(a.get("damping", 0))
                 if stiffness < 0 or damping < 0:
                     raise self.error(t, "tendon stiffness and damping must be >= 0")
@@ -1031,6 +1034,29 @@ class _Loader:
                     raise self.error(t, "a fixed tendon needs at least one joint")
                 if "name" in a:
                     self.tendons[a["name"]] = pairs
+                if limited or frictionloss:
+                    rng = self.get_floats(t, a, "range", [0.0, 0.0], 2) if limited else [0, 0]
+                    if limited and not rng[0] < rng[1]:
+                        raise self.error(t, f"a limited tendon needs range lo < hi, got {rng}")
+                    self.constrained_tendons.append(
+                        {
+                            "pairs": tuple(pairs),
+                            "limited": limited,
+                            "range": rng,
+                            "margin": float(a.get("margin", 0.0)),
+                            "solref_limit": self.get_floats(
+                                t, a, "solreflimit", con.DEFAULT_SOLREF, 2
+                            ),
+                            "solimp_limit": self.padded(t, a, "solimplimit", con.DEFAULT_SOLIMP),
+                            "frictionloss": frictionloss,
+                            "solref_friction": self.get_floats(
+                                t, a, "solreffriction", con.DEFAULT_SOLREF, 2
+                            ),
+                            "solimp_friction": self.padded(
+                                t, a, "solimpfriction", con.DEFAULT_SOLIMP
+                            ),
+                        }
+                    )
                 if stiffness or damping:
                     if springlength[0] == -1:  # MuJoCo's default: the length at springref
                         rest = sum(c * self.joints[j]["springref"] for j, c in pairs)
@@ -1194,6 +1220,8 @@ class _Loader:
         af = lambda k, shape: f32([u[k] for u in self.actuators], (nu, *shape))  # noqa: E731
         nt, tendons = len(self.spring_tendons), self.spring_tendons
         tf = lambda k, shape: f32([t[k] for t in tendons], (nt, *shape))  # noqa: E731
+        ntc, ctens = len(self.constrained_tendons), self.constrained_tendons
+        cf = lambda k, shape: f32([t[k] for t in ctens], (ntc, *shape))  # noqa: E731
         neq, eqs = len(self.equalities), self.equalities
         ef = lambda k, shape: f32([e[k] for e in eqs], (neq, *shape))  # noqa: E731
         sys_ = S.System(
@@ -1238,12 +1266,20 @@ class _Loader:
             actuator_bias=af("bias", (3,)),
             actuator_ctrlrange=af("ctrlrange", (2,)),
             actuator_forcerange=af("forcerange", (2,)),
+            tendon_range=cf("range", (2,)),
+            tendon_margin=cf("margin", ()),
+            tendon_solref_limit=cf("solref_limit", (2,)),
+            tendon_solimp_limit=cf("solimp_limit", (5,)),
+            tendon_frictionloss=cf("frictionloss", ()),
+            tendon_solref_friction=cf("solref_friction", (2,)),
+            tendon_solimp_friction=cf("solimp_friction", (5,)),
             eq_data=ef("data", (11,)),
             eq_solref=ef("solref", (2,)),
             eq_solimp=ef("solimp", (5,)),
             body_invweight0=jnp.zeros((topo.nbody, 2), jnp.float32),
             dof_invweight0=jnp.zeros(topo.nv, jnp.float32),
             eq_invweight0=jnp.zeros((neq, 2), jnp.float32),
+            tendon_invweight0=jnp.zeros(ntc, jnp.float32),
             topology=topo,
             jnt_limited=tuple(j["limited"] for j in self.joints),
             geom_type=tuple(g["type"] for g in self.geoms),
@@ -1254,6 +1290,9 @@ class _Loader:
             geom_priority=tuple(g["priority"] for g in self.geoms),
             actuator_transmission=tuple(u["transmission"] for u in self.actuators),
             tendon_transmission=tuple(t["pairs"] for t in self.spring_tendons),
+            constrained_tendons=tuple(t["pairs"] for t in ctens),
+            tendon_limited=tuple(t["limited"] for t in ctens),
+            tendon_friction=tuple(i for i, t in enumerate(ctens) if t["frictionloss"] > 0),
             exclude_pairs=tuple(excl),
             eq_type=tuple(e["type"] for e in eqs),
             eq_obj1=tuple(e["obj1"] for e in eqs),
@@ -1303,9 +1342,13 @@ class _Loader:
             raise self.error(None, "; ".join(problems))
         relpose = tuple(e["relpose"] for e in eqs)
         sys_ = dataclasses.replace(sys_, eq_data=f32(equality.compiled_data(sys_, relpose)))
-        body_iw, dof_iw, eq_iw = contact.invweights(sys_)
+        body_iw, dof_iw, eq_iw, ten_iw = contact.invweights(sys_)
         return dataclasses.replace(
-            sys_, body_invweight0=body_iw, dof_invweight0=dof_iw, eq_invweight0=eq_iw
+            sys_,
+            body_invweight0=body_iw,
+            dof_invweight0=dof_iw,
+            eq_invweight0=eq_iw,
+            tendon_invweight0=ten_iw,
         )
 
     def check_masses(self, topo: S.Topology, mass: np.ndarray) -> None:

@@ -194,6 +194,14 @@ class System:
     tendon_stiffness: jax.Array  # [nten]
     tendon_damping: jax.Array  # [nten]
     tendon_lengthspring: jax.Array  # [nten, 2]
+    # fixed tendons with a limit or friction loss (constrained_tendons): constraint rows
+    tendon_range: jax.Array  # [ntc, 2] (where limited)
+    tendon_margin: jax.Array  # [ntc]
+    tendon_solref_limit: jax.Array  # [ntc, 2]
+    tendon_solimp_limit: jax.Array  # [ntc, 5]
+    tendon_frictionloss: jax.Array  # [ntc] (0: none)
+    tendon_solref_friction: jax.Array  # [ntc, 2]
+    tendon_solimp_friction: jax.Array  # [ntc, 5]
     actuator_gear: jax.Array  # [nu]
     actuator_gain: jax.Array  # [nu]
     actuator_bias: jax.Array  # [nu, 3]
@@ -210,6 +218,7 @@ class System:
     body_invweight0: jax.Array  # [nbody, 2] translation, rotation
     dof_invweight0: jax.Array  # [nv]
     eq_invweight0: jax.Array  # [neq, 2] of its translational, rotational rows (objects' summed)
+    tendon_invweight0: jax.Array  # [ntc] J M^-1 J^T of each constrained tendon
     # static structure
     topology: Topology = _static()
     jnt_limited: tuple[bool, ...] = _static()
@@ -233,6 +242,10 @@ class System:
     disable_limit: bool = _static(default=False)  # MuJoCo's mjDSBL_LIMIT
     disable_frictionloss: bool = _static(default=False)  # MuJoCo's mjDSBL_FRICTIONLOSS
     disable_equality: bool = _static(default=False)  # MuJoCo's mjDSBL_EQUALITY
+    # fixed tendons with a limit or friction loss, as (joint, coef) pairs, and which are limited
+    constrained_tendons: tuple[tuple[tuple[int, float], ...], ...] = _static(default=())
+    tendon_limited: tuple[bool, ...] = _static(default=())
+    tendon_friction: tuple[int, ...] = _static(default=())  # of those, with friction loss > 0
     eq_type: tuple[int, ...] = _static(default=())  # EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON
     # connect, weld: the two bodies ((b1,), (b2,)); joint/tendon: each side's (joint, coef) pairs
     # (a joint is ((j, 1.0),); side 2 is () when the equality names one object)

@@ -217,13 +217,12 @@ def test_unsupported_sections_raise_with_file_name(tmp_path):
     path.write_text('<mujoco><worldbody/><equality><weld body1="a"/></equality></mujoco>')
     with pytest.raises(physics.MJCFError, match=r"m\.xml.*<weld>: unknown body 'a'"):
         physics.load_mjcf(path)
-    rough_tendon = (
+    spatial_tendon = (
         '<mujoco><worldbody><body><joint name="a"/><geom size="1"/></body>'
-        '</worldbody><tendon><fixed frictionloss="1"><joint joint="a" coef="1"/>'
-        "</fixed></tendon></mujoco>"
+        '</worldbody><tendon><spatial name="cable"><site site="s"/></spatial></tendon></mujoco>'
     )
-    with pytest.raises(physics.MJCFError, match="fixed tendons with frictionloss"):
-        physics.load_mjcf(rough_tendon)
+    with pytest.raises(physics.MJCFError, match="unsupported tendon <spatial>"):
+        physics.load_mjcf(spatial_tendon)
     free_tendon = (
         '<mujoco><worldbody><body><freejoint name="f"/><geom size="1"/></body>'
         '</worldbody><tendon><fixed><joint joint="f"/></fixed></tendon></mujoco>'
