@@ -5,10 +5,9 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
+from mujoco_parity import constraint_force_at
 
 import physics
-from physics import dynamics
-from physics.step import smooth_force
 
 # A closed chain: a double pendulum whose tip is connected to a free-swinging third link's end
 # (a four-bar linkage with the world), a hinge pair coupled by a quadratic polynomial, a slide
@@ -90,12 +89,6 @@ def test_constraint_force_matches_mujoco():
     d = mujoco.MjData(m)
     rng = np.random.default_rng(0)
 
-    @jax.jit
-    def ours(q, qd, ctrl):
-        state = physics.init(sys, q, qd)
-        mass = dynamics.mass_matrix(sys, state.kin)
-        return physics.constraint_force(sys, state, mass, smooth_force(sys, state, ctrl))
-
     for _ in range(4):
         d.qpos[:] = m.qpos0 + 0.2 * rng.normal(size=m.nq)
         d.qvel[:] = rng.normal(size=m.nv)
@@ -103,7 +96,7 @@ def test_constraint_force_matches_mujoco():
         mujoco.mj_forward(m, d)
         assert (d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY).sum() == 6
         expected = d.qfrc_constraint
-        got = ours(d.qpos, d.qvel, d.ctrl)
+        got = constraint_force_at(sys, d.qpos, d.qvel, d.ctrl)
         np.testing.assert_allclose(got, expected, atol=2e-4 * np.abs(expected).max())
 
 
@@ -211,12 +204,6 @@ def test_welds_match_mujoco():
     d = mujoco.MjData(m)
     rng = np.random.default_rng(2)
 
-    @jax.jit
-    def ours(q, qd):
-        state = physics.init(sys, q, qd)
-        mass = dynamics.mass_matrix(sys, state.kin)
-        return physics.constraint_force(sys, state, mass, smooth_force(sys, state, jnp.zeros(0)))
-
     for _ in range(4):
         q = m.qpos0 + 0.2 * rng.normal(size=m.nq)
         for adr in (3, 10, 14):
@@ -225,7 +212,9 @@ def test_welds_match_mujoco():
         mujoco.mj_forward(m, d)
         expected = d.qfrc_constraint
         np.testing.assert_allclose(
-            ours(d.qpos, d.qvel), expected, atol=2e-4 * np.abs(expected).max()
+            constraint_force_at(sys, d.qpos, d.qvel, np.zeros(0)),
+            expected,
+            atol=2e-4 * np.abs(expected).max(),
         )
     # falling and swinging for 200 steps
     d = mujoco.MjData(m)

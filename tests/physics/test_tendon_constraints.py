@@ -5,10 +5,9 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
+from mujoco_parity import constraint_force_at
 
 import physics
-from physics import dynamics
-from physics.step import smooth_force
 
 # A three-link arm whose summed bend is limited by a tendon (range set through a <default>
 # class), and whose first two joints carry dry friction along another tendon.
@@ -48,12 +47,6 @@ def test_tendon_limit_and_friction_match_mujoco():
     np.testing.assert_allclose(sys.tendon_invweight0, m.tendon_invweight0, rtol=1e-5)
     d = mujoco.MjData(m)
 
-    @jax.jit
-    def ours(q, qd, ctrl):
-        state = physics.init(sys, q, qd)
-        mass = dynamics.mass_matrix(sys, state.kin)
-        return physics.constraint_force(sys, state, mass, smooth_force(sys, state, ctrl))
-
     rng = np.random.default_rng(0)
     kinds = set()
     for _ in range(6):
@@ -63,7 +56,7 @@ def test_tendon_limit_and_friction_match_mujoco():
         mujoco.mj_forward(m, d)
         kinds |= set(d.efc_type.tolist())
         expected = d.qfrc_constraint
-        got = ours(d.qpos, d.qvel, d.ctrl)
+        got = constraint_force_at(sys, d.qpos, d.qvel, d.ctrl)
         np.testing.assert_allclose(got, expected, atol=2e-4 * max(np.abs(expected).max(), 1))
     T = mujoco.mjtConstraint
     assert {T.mjCNSTR_LIMIT_TENDON, T.mjCNSTR_FRICTION_TENDON} <= kinds
