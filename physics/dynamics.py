@@ -90,18 +90,45 @@ def passive_force(sys: System, q: jax.Array, qd: jax.Array) -> jax.Array:
     return force
 
 
+def _stateful(sys: System) -> np.ndarray:
+    """Actuators with activation dynamics, in the order of their act entries."""
+    return np.flatnonzero(np.asarray(sys.actuator_dyntype, np.int32) > 0)
+
+
+def next_activation(sys: System, act: jax.Array, ctrl: jax.Array, dt: jax.Array) -> jax.Array:
+    """act [na] after dt under ctrl (clipped to ctrlrange), as MuJoCo integrates it:
+    integrator act += dt ctrl; filter act += dt (ctrl - act) / tau; filterexact the exact
+    decay act += (ctrl - act)(1 - exp(-dt / tau)); then clipped to actrange."""
+    idx = _stateful(sys)
+    if not idx.size:
+        return act
+    kind = np.asarray(sys.actuator_dyntype, np.int32)[idx]
+    u = jnp.clip(ctrl[idx], sys.actuator_ctrlrange[idx, 0], sys.actuator_ctrlrange[idx, 1])
+    tau = jnp.maximum(sys.actuator_tau[idx], 1e-15)
+    rate = jnp.where(kind == 1, u, (u - act) / tau)
+    step = jnp.where(kind == 3, tau * (1.0 - jnp.exp(-dt / tau)), dt)
+    lo, hi = sys.actuator_actrange[idx, 0], sys.actuator_actrange[idx, 1]
+    return jnp.clip(act + rate * step, lo, hi)
+
+
 @math.full_precision
-def actuator_force(sys: System, q: jax.Array, qd: jax.Array, ctrl: jax.Array) -> jax.Array:
+def actuator_force(
+    sys: System, q: jax.Array, qd: jax.Array, ctrl: jax.Array, act: jax.Array | None = None
+) -> jax.Array:
     """Actuator forces in joint space (MuJoCo's qfrc_actuator): with ctrl clipped to ctrlrange,
-    force = gain * ctrl + bias . (1, length, velocity), clipped to forcerange, applied through
-    the moment arms. A transmission's length is gear * sum(coef * q) over its joints (one joint
-    with coef 1, or a fixed tendon's), its moment arm gear * coef on each of their dofs."""
+    force = gain * input + bias . (1, length, velocity), clipped to forcerange, applied through
+    the moment arms; input is ctrl, or act for an actuator with activation dynamics (`act`
+    [na], the state's). A transmission's length is gear * sum(coef * q) over its joints (one
+    joint with coef 1, or a fixed tendon's), its moment arm gear * coef on each of their
+    dofs."""
     if sys.nu == 0:
         return jnp.zeros(sys.nv, sys.dof_damping.dtype)
     to_q, moment = transmission(sys, sys.actuator_transmission)  # per unit gear
     length = sys.actuator_gear * math.static_matmul(to_q, q)
     velocity = sys.actuator_gear * math.static_matmul(moment, qd)
     ctrl = jnp.clip(ctrl, sys.actuator_ctrlrange[:, 0], sys.actuator_ctrlrange[:, 1])
+    if sys.na:
+        ctrl = ctrl.at[_stateful(sys)].set(act)
     bias = sys.actuator_bias
     force = sys.actuator_gain * ctrl + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
     force = jnp.clip(force, sys.actuator_forcerange[:, 0], sys.actuator_forcerange[:, 1])

@@ -3,7 +3,7 @@
 Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis), ``inertial`` or inertia from
 geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits, damping,
 stiffness, armature, frictionloss), plane/sphere/capsule/ellipsoid/cylinder/box geoms,
-motor/position/velocity/general (fixed gain, affine bias, no activation) actuators on joints or
+motor/position/velocity/general (fixed gain, affine bias, integrator/filter activation) on joints or
 fixed tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
 a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), ``default`` classes
 with ``childclass``, ``contact/exclude``, fixed tendons with springs, dampers, limits and
@@ -63,7 +63,9 @@ _ACTUATOR = {
 _ACTUATOR_TAGS = ("general", "motor", "position", "velocity")
 # Actuator attributes that set the force model (gain and bias); the others (gear, ranges, ...)
 # are common to every kind.
-_GAIN_BIAS = {"kp", "kv", "gainprm", "biasprm", "gaintype", "biastype", "dyntype"}
+_GAIN_BIAS = {"kp", "kv", "gainprm", "biasprm", "gaintype", "biastype", "dyntype", "dynprm"}
+# Activation dynamics (MuJoCo's mjtDyn) of a <general> actuator: its state act follows ctrl.
+_DYNTYPES = {"none": 0, "integrator": 1, "filter": 2, "filterexact": 3}
 
 # Attributes of every <equality> element, and of each kind (connect and weld by body: sites
 # are not loaded).
@@ -125,7 +127,8 @@ _KNOWN = {
     "motor": _ACTUATOR,
     "position": _ACTUATOR | {"kp", "kv", "inheritrange"},
     "velocity": _ACTUATOR | {"kv"},
-    "general": _ACTUATOR | {"gainprm", "biasprm", "gaintype", "biastype", "dyntype"},
+    "general": _ACTUATOR
+    | {"gainprm", "biasprm", "gaintype", "biastype", "dyntype", "dynprm", "actrange", "actlimited"},
     "option": {
         "timestep",
         "gravity",
@@ -810,7 +813,8 @@ class _Loader:
         force = gain * ctrl + bias[0] + bias[1] * length + bias[2] * velocity, where length and
         velocity are gear times the joint's position and velocity (<motor>: gain 1, no bias;
         <position kp kv>: gain kp, bias (0, -kp, -kv); <velocity kv>: gain kv, bias (0, 0, -kv);
-        <general>: fixed gain and affine or no bias, without activation dynamics)."""
+        <general>: fixed gain and affine or no bias, with an activation state (integrator,
+        filter or filterexact dynamics) in ctrl's place where dyntype says so)."""
         names = [j["name"] for j in self.joints]
         for sec in self.root.iter("actuator"):
             for m in sec:
@@ -841,6 +845,7 @@ class _Loader:
                         m, "only the first gear component applies to a joint or tendon"
                     )
                 gain, bias = self.actuator_gain_bias(m, a)
+                dyntype, tau, actrange = self.activation(m, a)
                 ctrl = self.get_floats(m, a, "ctrlrange", [0.0, 0.0], 2)
                 force = self.get_floats(m, a, "forcerange", [0.0, 0.0], 2)
                 inherit = float(a.get("inheritrange", 0))
@@ -876,8 +881,28 @@ class _Loader:
                         "bias": bias,
                         "ctrlrange": ctrl if ctrllimited else inf,
                         "forcerange": force if forcelimited else inf,
+                        "dyntype": dyntype,
+                        "tau": tau,
+                        "actrange": actrange,
                     }
                 )
+
+    def activation(self, m: ET.Element, a: dict[str, str]) -> tuple[int, float, np.ndarray]:
+        """(dyntype, time constant, actrange) of an actuator: integrator (act' = ctrl),
+        filter and filterexact (act' = (ctrl - act) / dynprm[0]); muscle and user are refused."""
+        name = a.get("dyntype", "none")
+        if name not in _DYNTYPES:
+            raise self.error(m, f"unsupported dyntype={name!r} (supported: {', '.join(_DYNTYPES)})")
+        prm = self.get_floats(m, a, "dynprm", [1.0])
+        if np.any(prm[1:] != 0):
+            raise self.error(m, "integrator and filter dynamics use dynprm[0] only")
+        actrange = self.get_floats(m, a, "actrange", [0.0, 0.0], 2)
+        limited = self.flag(m, a, "actlimited", "actrange" in a)
+        if limited and not actrange[0] < actrange[1]:
+            raise self.error(m, f"limited actrange needs lo < hi, got {actrange}")
+        if not limited:
+            actrange = np.array([-np.inf, np.inf])
+        return _DYNTYPES[name], float(prm[0]), actrange
 
     def actuator_gain_bias(self, m: ET.Element, a: dict[str, str]) -> tuple[float, np.ndarray]:
         """Gain and the three affine bias terms of an actuator element (see parse_actuators)."""
@@ -896,8 +921,6 @@ class _Loader:
         for key, allowed in (("gaintype", ("fixed",)), ("biastype", ("none", "affine"))):
             if a.get(key, allowed[0]) not in allowed:
                 raise self.error(m, f"unsupported {key}={a[key]!r} (supported: {allowed})")
-        if a.get("dyntype", "none") != "none":
-            raise self.error(m, f"unsupported dyntype={a['dyntype']!r}: no activation dynamics")
         gainprm = self.get_floats(m, a, "gainprm", [1.0])
         biasprm = self.get_floats(m, a, "biasprm", [0.0])
         if np.any(gainprm[1:] != 0):
@@ -1266,6 +1289,8 @@ class _Loader:
             actuator_bias=af("bias", (3,)),
             actuator_ctrlrange=af("ctrlrange", (2,)),
             actuator_forcerange=af("forcerange", (2,)),
+            actuator_tau=af("tau", ()),
+            actuator_actrange=af("actrange", (2,)),
             tendon_range=cf("range", (2,)),
             tendon_margin=cf("margin", ()),
             tendon_solref_limit=cf("solref_limit", (2,)),
@@ -1289,6 +1314,7 @@ class _Loader:
             geom_condim=tuple(g["condim"] for g in self.geoms),
             geom_priority=tuple(g["priority"] for g in self.geoms),
             actuator_transmission=tuple(u["transmission"] for u in self.actuators),
+            actuator_dyntype=tuple(u["dyntype"] for u in self.actuators),
             tendon_transmission=tuple(t["pairs"] for t in self.spring_tendons),
             constrained_tendons=tuple(t["pairs"] for t in ctens),
             tendon_limited=tuple(t["limited"] for t in ctens),

@@ -39,6 +39,7 @@ class State(NamedTuple):
     qfrc_constraint: jax.Array  # [nv]
     contact: ContactState  # [ncon] slots: dist, pos, frame, contact-frame force
     cfrc_ext: jax.Array  # [nbody, 6] contact wrenches (torque at the tree com, force)
+    act: jax.Array  # [na] actuator activations (actuators with activation dynamics)
 
     @property
     def xpos(self) -> jax.Array:
@@ -95,6 +96,7 @@ def init(sys: System, q: jax.Array | None = None, qd: jax.Array | None = None) -
         zero,
         contact.empty_contact(sys, dtype),
         jnp.zeros((sys.nbody, 6), dtype),
+        jnp.zeros(sys.na, dtype),
     )
 
 
@@ -105,7 +107,7 @@ def smooth_force(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
     passive = dynamics.passive_force(sys, state.q, state.qd)
     if sys.fluid:  # static: models without a medium trace nothing more
         passive = passive + fluid.fluid_force(sys, state.kin, state.cvel)
-    return passive + dynamics.actuator_force(sys, state.q, state.qd, ctrl) - bias
+    return passive + dynamics.actuator_force(sys, state.q, state.qd, ctrl, state.act) - bias
 
 
 @math.full_precision
@@ -144,7 +146,8 @@ def _substep(sys: System, state: State, ctrl: jax.Array) -> State:
     q = kinematics.integrate_position(sys, state.q, qd, dt)
     kin = kinematics.forward_kinematics(sys, q)
     cvel = kinematics.com_velocity(sys, kin.cdof, qd)
-    return State(q, qd, state.time + dt, kin, cvel, res.qacc, fc, res.contact, res.cfrc_ext)
+    act = dynamics.next_activation(sys, state.act, ctrl, dt)
+    return State(q, qd, state.time + dt, kin, cvel, res.qacc, fc, res.contact, res.cfrc_ext, act)
 
 
 @math.full_precision

@@ -207,6 +207,10 @@ class System:
     actuator_bias: jax.Array  # [nu, 3]
     actuator_ctrlrange: jax.Array  # [nu, 2]
     actuator_forcerange: jax.Array  # [nu, 2]
+    # activation dynamics (actuator_dyntype > 0): the force takes act, the actuator's state,
+    # in ctrl's place; integrator act' = ctrl, filter(exact) act' = (ctrl - act) / tau
+    actuator_tau: jax.Array  # [nu] dynprm[0]
+    actuator_actrange: jax.Array  # [nu, 2] act is clipped to it ((-inf, inf): unlimited)
     # equality constraints, all active: connect (a ball joint between two bodies' anchors), weld
     # (a rigid joint) and joint/tendon couplings, value1 - ref1 = polycoef(value2 - ref2) (refs:
     # values at qpos0). eq_data as MuJoCo's: connect: anchor in body1, anchor in body2; weld:
@@ -246,6 +250,7 @@ class System:
     constrained_tendons: tuple[tuple[tuple[int, float], ...], ...] = _static(default=())
     tendon_limited: tuple[bool, ...] = _static(default=())
     tendon_friction: tuple[int, ...] = _static(default=())  # of those, with friction loss > 0
+    actuator_dyntype: tuple[int, ...] = _static(default=())  # MuJoCo's mjtDyn: 0 none, 1..3
     eq_type: tuple[int, ...] = _static(default=())  # EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON
     # connect, weld: the two bodies ((b1,), (b2,)); joint/tendon: each side's (joint, coef) pairs
     # (a joint is ((j, 1.0),); side 2 is () when the equality names one object)
@@ -288,6 +293,11 @@ class System:
     @property
     def nu(self) -> int:
         return len(self.actuator_transmission)
+
+    @property
+    def na(self) -> int:
+        """Activation states: one per actuator with activation dynamics."""
+        return sum(1 for t in self.actuator_dyntype if t)
 
     def body_id(self, name: str) -> int:
         """Index of the body called ``name``."""

@@ -5,6 +5,7 @@ defaults; fixed-tendon springs (with a deadband) and dampers."""
 import dataclasses
 
 import jax
+import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
@@ -89,7 +90,7 @@ def test_actuator_forces_and_trajectory_match_mujoco():
 @pytest.mark.parametrize(
     "actuator, needle",
     [
-        ('<general joint="j" dyntype="filter"/>', "dyntype"),
+        ('<general joint="j" dyntype="user"/>', "dyntype"),
         ('<general joint="j" gaintype="user"/>', "gaintype"),
         ('<general joint="j" biastype="affine" biasprm="0 0 0 1"/>', "biasprm[0:3]"),
         ('<position joint="j" kp="-1"/>', "kp and kv"),
@@ -218,4 +219,67 @@ def test_a_shortcut_actuator_under_a_general_default_is_refused_by_name():
         "<actuator><position joint='j'/></actuator></mujoco>"
     )
     with pytest.raises(physics.MJCFError, match="<position>: a <position> whose class default"):
+        physics.load_mjcf(xml)
+
+
+# One actuator of each kind of activation dynamics (integrator with a clipped activation,
+# filter, filterexact) next to a stateless one, on a hinge chain.
+ACTIVATION = """
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <body pos="0 0 1">
+      <joint name="a" type="hinge" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      <body pos="0.3 0 0">
+        <joint name="b" type="hinge" axis="0 1 0" damping="0.1"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+        <body pos="0.3 0 0">
+          <joint name="c" type="hinge" axis="0 1 0" damping="0.1"/>
+          <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <general joint="a" dyntype="integrator" actrange="-0.5 0.5" gainprm="4" ctrlrange="-1 1"/>
+    <general joint="b" dyntype="filter" dynprm="0.05" gainprm="3" biastype="affine"
+             biasprm="0 -3 -0.2"/>
+    <general joint="c" dyntype="filterexact" dynprm="0.02" gainprm="2"/>
+    <motor joint="c" gear="0.5"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def test_activation_dynamics_track_mujoco():
+    sys, m = physics.load_mjcf(ACTIVATION), mujoco.MjModel.from_xml_string(ACTIVATION)
+    assert sys.na == m.na == 3
+    d = mujoco.MjData(m)
+    state, step = physics.init(sys), jax.jit(physics.step, static_argnames="n_substeps")
+    rng, widest = np.random.default_rng(0), 0.0
+    for k in range(30):  # 300 steps, controls changing every 10
+        ctrl = rng.uniform(-1.5, 1.5, m.nu)
+        ctrl[0] = 1.0 if k < 15 else ctrl[0]  # the integrator runs up to its actrange
+        d.ctrl[:] = ctrl
+        mujoco.mj_step(m, d, nstep=10)
+        state = step(sys, state, jnp.asarray(ctrl), n_substeps=10)
+        np.testing.assert_allclose(state.act, d.act, atol=1e-5)
+        widest = max(widest, abs(float(state.act[0])))
+    assert widest == pytest.approx(0.5)  # the integrator reached its actrange
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "attrs, needle",
+    [
+        ('dyntype="muscle"', "unsupported dyntype='muscle'"),
+        ('dyntype="filter" dynprm="0.1 2"', "dynprm\\[0\\] only"),
+        ('dyntype="integrator" actrange="1 -1"', "actrange needs lo < hi"),
+    ],
+)
+def test_unsupported_activation_is_named(attrs, needle):
+    xml = ACTIVATION.replace('dyntype="filterexact" dynprm="0.02"', attrs)
+    with pytest.raises(physics.MJCFError, match=needle):
         physics.load_mjcf(xml)
