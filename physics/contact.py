@@ -174,6 +174,18 @@ class _Layout:
     def nball(self) -> int:
         return len(self.ball_jnt)
 
+    @property
+    def has_rows(self) -> bool:
+        """Whether the model has any constraint row at all."""
+        tendons = len(self.ten_fric) + len(self.ten_lim)
+        return bool(self.nfric + self.nlim + self.neq + tendons + self.nball + self.ncon)
+
+    @property
+    def eq_rows(self) -> slice:
+        """Where the equality rows sit: after the friction-loss and joint-limit unit rows."""
+        start = self.nfric + 2 * self.nlim
+        return slice(start, start + self.neq)
+
 
 def _layout(sys: System) -> _Layout:
     pairs = () if sys.disable_contact else sys.contact_pairs
@@ -384,7 +396,7 @@ def _collide_all(
 
 
 def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
-    """Constraint rows: (J, unit rows, pos - margin, impedance pos, mask, diag, solref, solimp,
+    """Constraint rows: (J, unit rows, pos - margin, mask, diag, solref, solimp, equality rows,
     contact extras).
 
     Friction-loss rows (one per dof with friction loss: position 0, always on) and joint-limit
@@ -394,9 +406,7 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
     """
     kin, nv = state.kin, sys.nv
     Js, poss, masks, diags, refs, imps = [], [], [], [], [], []
-    imp_pos = []  # impedance positions where they differ from pos (equality rows)
-    acc_bias = []  # dJ/dt qvel subtracted from aref (connect rows), zero elsewhere
-    contact = None
+    contact = eq = None
     unit_dofs, unit_signs = [], []
     if lay.nfric:
         dof = lay.fric_dof
@@ -420,14 +430,10 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         diags.append(jnp.tile(sys.dof_invweight0[lay.lim_dadr], 2))
         refs.append(jnp.tile(sys.jnt_solref[lay.lim_jnt], (2, 1)))
         imps.append(jnp.tile(sys.jnt_solimp[lay.lim_jnt], (2, 1)))
-    imp_pos.extend(poss)
-    acc_bias.extend(jnp.zeros_like(p) for p in poss)
     if lay.neq:
-        eq = equality.rows(sys, kin, state.q, state.qd)
+        eq = equality.rows(sys, state.q, state.qd)
         Js.append(eq.J)
-        acc_bias.append(eq.jdot_qd)
         poss.append(eq.pos)
-        imp_pos.append(eq.impedance_pos)
         masks.append(jnp.ones(lay.neq, bool))
         diags.append(eq.diag)
         refs.append(eq.solref)
@@ -439,8 +445,6 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         t = lay.ten_fric
         Js.append(moment[t])
         poss.append(jnp.zeros(len(t), state.q.dtype))
-        imp_pos.append(poss[-1])
-        acc_bias.append(poss[-1])
         masks.append(jnp.ones(len(t), bool))
         diags.append(sys.tendon_invweight0[t])
         refs.append(sys.tendon_solref_friction[t])
@@ -452,8 +456,6 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         margin = jnp.tile(sys.tendon_margin[t], 2)
         Js.append(jnp.concatenate([moment[t], -moment[t]]))
         poss.append(dist - margin)
-        imp_pos.append(poss[-1])
-        acc_bias.append(jnp.zeros_like(dist))
         masks.append(dist < margin)
         diags.append(jnp.tile(sys.tendon_invweight0[t], 2))
         refs.append(jnp.tile(sys.tendon_solref_limit[t], (2, 1)))
@@ -469,8 +471,6 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         Js.append(rows.at[np.arange(len(j))[:, None], cols].set(-rotvec / angle[:, None]))
         margin = sys.jnt_margin[j]
         poss.append(dist - margin)
-        imp_pos.append(dist - margin)
-        acc_bias.append(jnp.zeros_like(dist))
         masks.append(dist < margin)
         diags.append(sys.dof_invweight0[topo.jnt_dofadr[j]])
         refs.append(sys.jnt_solref[j])
@@ -500,8 +500,6 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         pos = jnp.where(active, c.dist - margin, 0.0)[sel]
         Js.append(J.reshape(-1, nv))
         poss.append(jnp.repeat(pos, 4))
-        imp_pos.append(poss[-1])
-        acc_bias.append(jnp.zeros_like(poss[-1]))
         masks.append((active[sel][:, None] & rows_ok).reshape(-1))
         diags.append(diag.reshape(-1))
         refs.append(jnp.repeat(solref[sel], 4, axis=0))
@@ -510,8 +508,8 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
     cat = jnp.concatenate
     J = cat(Js) if Js else jnp.zeros((0, nv), state.qd.dtype)
     unit_rows = (np.concatenate(unit_dofs), np.concatenate(unit_signs)) if unit_dofs else None
-    rows = cat(poss), cat(imp_pos), cat(acc_bias), cat(masks), cat(diags), cat(refs), cat(imps)
-    return J, unit_rows, *rows, contact
+    rows = cat(poss), cat(masks), cat(diags), cat(refs), cat(imps)
+    return J, unit_rows, *rows, eq, contact
 
 
 def _solved_slots(gap_to_margin: jax.Array, max_contacts: int | None) -> jax.Array | np.ndarray:
@@ -555,17 +553,18 @@ def solve_constraints(
     nb = sys.nbody
     qacc_smooth = jsl.cho_solve(jsl.cho_factor(mass), qfrc_smooth)
     empty = empty_contact(sys, dtype)
-    if not (lay.nfric or lay.nlim or lay.neq or lay.nball or lay.ncon) and not (
-        len(lay.ten_fric) or len(lay.ten_lim)
-    ):
+    if not lay.has_rows:
         return ConstraintResult(
             jnp.zeros_like(qfrc_smooth), qacc_smooth, empty, jnp.zeros((nb, 6), dtype)
         )
-    J, unit, pos, imp_pos, acc_bias, mask, diag, solref, solimp, contact = _rows(sys, state, lay)
+    J, unit, pos, mask, diag, solref, solimp, eq, contact = _rows(sys, state, lay)
     vel = con.row_values(J, unit, state.qd)
+    imp_pos = None
+    if eq is not None:  # impedance from each constraint's whole violation
+        imp_pos = pos.at[lay.eq_rows].set(eq.impedance_pos)
     aref, R = con.soft_rows(pos, vel, diag, solref, solimp, sys.timestep, imp_pos)
-    if lay.neq:
-        aref = aref - acc_bias
+    if eq is not None:
+        aref = aref.at[lay.eq_rows].add(-eq.jdot_qd)
     D = jnp.where(mask, 1.0 / R, 0.0)
     bounds = None
     if lay.nfric or lay.neq or len(lay.ten_fric):
@@ -573,26 +572,15 @@ def solve_constraints(
         floss = sys.dof_frictionloss[lay.fric_dof]
         ten_floss = sys.tendon_frictionloss[lay.ten_fric]
         n_rest = len(aref) - lay.nfric - 2 * lay.nlim - lay.neq - len(lay.ten_fric)
-        full = lambda n, v: jnp.full(n, v, floss.dtype)  # noqa: E731
-        bounds = (
+        inf = jnp.inf
+        # (row count, lo, hi) in row order; lo and hi are arrays for the friction-loss rows
+        blocks = [(lay.nfric, -floss, floss), (2 * lay.nlim, 0.0, inf), (lay.neq, -inf, inf)]
+        blocks += [(len(lay.ten_fric), -ten_floss, ten_floss), (n_rest, 0.0, inf)]
+        bounds = tuple(
             jnp.concatenate(
-                [
-                    -floss,
-                    full(2 * lay.nlim, 0),
-                    full(lay.neq, -jnp.inf),
-                    -ten_floss,
-                    full(n_rest, 0),
-                ]
-            ),
-            jnp.concatenate(
-                [
-                    floss,
-                    full(2 * lay.nlim, jnp.inf),
-                    full(lay.neq, jnp.inf),
-                    ten_floss,
-                    full(n_rest, jnp.inf),
-                ]
-            ),  # fmt: skip
+                [jnp.broadcast_to(jnp.asarray(b[k], floss.dtype), (b[0],)) for b in blocks]
+            )
+            for k in (1, 2)
         )
     warm = state.qacc
     use_warm = _cost(mass, qacc_smooth, J, unit, aref, D, R, bounds, warm) < _cost(

@@ -7,7 +7,7 @@ the constraint solve, as MuJoCo's mj_instantiateEquality builds them:
   to body2 (where the body1 anchor sits at qpos0); Jacobian jacp1 - jacp2. The impedance of
   all three comes from the gap's norm (MuJoCo's getposdim), and their reference acceleration
   also cancels the anchors' relative acceleration at qacc = 0 (dJ/dt qvel, as MuJoCo 4.0
-  does for connects and welds, computed here as a jvp of J qvel along the motion), so a
+  does for connects and welds, dJ/dt from one jvp of the rows along the motion), so a
   rotating linkage is held closed without lag.
 - weld: 6 rows, the gap between body1's anchor (where body2's sits at qpos0, or the given
   relpose's position) and body2's, then torquescale times the vector part of the orientation
@@ -108,21 +108,21 @@ def _body_pair_rows(
 
 
 @math.full_precision
-def rows(sys: System, kin: kinematics.Kinematics, q: jax.Array, qd: jax.Array) -> EqualityRows:
-    """The equality rows at configuration `q` (with its kinematics `kin`) and velocity `qd`."""
+def rows(sys: System, q: jax.Array, qd: jax.Array) -> EqualityRows:
+    """The equality rows at configuration `q` and velocity `qd`."""
     connect, weld, coupling = split(sys)
     Js, pos, jdot, imp, diag, ref, sol = [], [], [], [], [], [], []
     if connect.size or weld.size:
-        gap, jac = _body_pair_rows(sys, kin, connect, weld)
 
-        def velocity(t: jax.Array) -> jax.Array:  # J qd along the motion q(t)
-            moved = kinematics.forward_kinematics(sys, kinematics.integrate_position(sys, q, qd, t))
-            return _body_pair_rows(sys, moved, connect, weld)[1] @ qd
+        def along_motion(t: jax.Array) -> tuple[jax.Array, jax.Array]:  # the rows at q(t)
+            moved = kinematics.integrate_position(sys, q, qd, t)
+            return _body_pair_rows(sys, kinematics.forward_kinematics(sys, moved), connect, weld)
 
-        zero = jnp.zeros((), q.dtype)
+        zero = jnp.zeros((), q.dtype)  # one jvp: the rows at q and dJ/dt
+        (gap, jac), (_, jac_rate) = jax.jvp(along_motion, (zero,), (jnp.ones_like(zero),))
         Js.append(jac)
         pos.append(gap)
-        jdot.append(jax.jvp(velocity, (zero,), (jnp.ones_like(zero),))[1])
+        jdot.append(jac_rate @ qd)
         start = 0
         for idx, k in ((connect, 3), (weld, 6)):
             if not idx.size:
