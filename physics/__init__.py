@@ -14,7 +14,7 @@ from physics.contact import (
     solve_constraints,
 )
 from physics.fluid import fluid_force
-from physics.kinematics import Kinematics, forward_kinematics, point_jacobian
+from physics.kinematics import Kinematics, forward_kinematics, point_jacobian, site_frames
 from physics.mjcf import MJCFError, MJCFWarning, load_mjcf
 from physics.step import (
     State,
@@ -47,5 +47,6 @@ __all__ = [
     "init",
     "load_mjcf",
     "point_jacobian",
+    "site_frames",
     "step",
 ]

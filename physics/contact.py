@@ -35,7 +35,7 @@ import numpy as np
 
 from physics import collision as col
 from physics import constraints as con
-from physics import dynamics, equality, kinematics, math
+from physics import dynamics, equality, kinematics, math, tendon
 from physics.system import JNT_BALL, JNT_HINGE, JNT_SLIDE, System, Topology
 
 # Fixed Newton steps per substep (System.newton_steps), the default of load_mjcf. Warm-started
@@ -334,9 +334,11 @@ def invweights(sys: System) -> tuple[jax.Array, ...]:
             dof[adr : adr + size] = dm[adr : adr + size].mean()
             adr += size
     eq = equality.invweight0(sys, body, dof, minv)
-    _, moment = dynamics.transmission(sys, sys.constrained_tendons)
-    tendon = np.einsum("tn,nm,tm->t", moment, minv, moment)
-    return tuple(jnp.asarray(x, jnp.float32) for x in (body, dof, eq, tendon))
+    kin = kinematics.forward_kinematics(sys, sys.qpos0)
+    _, moment = tendon.lengths_and_jacobian(sys, kin, sys.qpos0, sys.constrained_tendons)
+    moment = np.asarray(moment, np.float64)
+    ten = np.einsum("tn,nm,tm->t", moment, minv, moment)
+    return tuple(jnp.asarray(x, jnp.float32) for x in (body, dof, eq, ten))
 
 
 # --------------------------------------------------------------------------- per step
@@ -439,8 +441,7 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         refs.append(eq.solref)
         imps.append(eq.solimp)
     if len(lay.ten_fric) or len(lay.ten_lim):
-        to_q, moment = dynamics.transmission(sys, sys.constrained_tendons)
-        length, moment = math.static_matmul(to_q, state.q), jnp.asarray(moment, state.q.dtype)
+        length, moment = tendon.lengths_and_jacobian(sys, kin, state.q, sys.constrained_tendons)
     if len(lay.ten_fric):  # dry friction along the tendon: position 0, always on
         t = lay.ten_fric
         Js.append(moment[t])

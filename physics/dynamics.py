@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from physics import math
+from physics import math, tendon
 from physics.kinematics import Kinematics
 from physics.system import JNT_HINGE, JNT_SLIDE, System
 
@@ -54,25 +54,10 @@ def bias_force(sys: System, kin: Kinematics, cvel: jax.Array, qd: jax.Array) -> 
     return jnp.sum(kin.cdof * cfrc[topo.dof_body], axis=-1)
 
 
-def transmission(
-    sys: System, pairs: tuple[tuple[tuple[int, float], ...], ...]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Constant maps of linear joint transmissions (actuators, fixed tendons): each row's
-    length from q [n, nq] and its moment arms over the dofs [n, nv], from (joint, coef) pairs."""
-    topo = sys.topology
-    to_q = np.zeros((len(pairs), topo.nq), np.float32)
-    moment = np.zeros((len(pairs), topo.nv), np.float32)
-    for row, joints in enumerate(pairs):
-        for joint, coef in joints:
-            to_q[row, topo.jnt_qposadr[joint]] += coef
-            moment[row, topo.jnt_dofadr[joint]] += coef
-    return to_q, moment
-
-
 @math.full_precision
-def passive_force(sys: System, q: jax.Array, qd: jax.Array) -> jax.Array:
-    """Joint damping, hinge/slide stiffness and fixed-tendon springs and dampers (MuJoCo's
-    qfrc_passive)."""
+def passive_force(sys: System, kin: Kinematics, q: jax.Array, qd: jax.Array) -> jax.Array:
+    """Joint damping, hinge/slide stiffness and tendon springs and dampers (MuJoCo's
+    qfrc_passive) at configuration `q` (its kinematics `kin`) and velocity `qd`."""
     topo = sys.topology
     jt = np.asarray(topo.jnt_type)
     scalar = np.nonzero((jt == JNT_HINGE) | (jt == JNT_SLIDE))[0]
@@ -81,12 +66,12 @@ def passive_force(sys: System, q: jax.Array, qd: jax.Array) -> jax.Array:
         qa, da = topo.jnt_qposadr[scalar], topo.jnt_dofadr[scalar]
         spring = -sys.jnt_stiffness[scalar] * (q[qa] - sys.qpos_spring[qa])
         force = force.at[da].add(spring)
-    if sys.tendon_transmission:
-        to_q, moment = transmission(sys, sys.tendon_transmission)
-        length, velocity = math.static_matmul(to_q, q), math.static_matmul(moment, qd)
+    if sys.spring_tendons:
+        length, moment = tendon.lengths_and_jacobian(sys, kin, q, sys.spring_tendons)
+        velocity = moment @ qd
         rest = jnp.clip(length, sys.tendon_lengthspring[:, 0], sys.tendon_lengthspring[:, 1])
         along = sys.tendon_stiffness * (rest - length) - sys.tendon_damping * velocity
-        force = force + math.static_matmul(moment.T, along)
+        force = force + moment.T @ along
     return force
 
 
@@ -123,7 +108,7 @@ def actuator_force(
     dofs."""
     if sys.nu == 0:
         return jnp.zeros(sys.nv, sys.dof_damping.dtype)
-    to_q, moment = transmission(sys, sys.actuator_transmission)  # per unit gear
+    to_q, moment = tendon.transmission(sys, sys.actuator_transmission)  # per unit gear
     length = sys.actuator_gear * math.static_matmul(to_q, q)
     velocity = sys.actuator_gear * math.static_matmul(moment, qd)
     ctrl = jnp.clip(ctrl, sys.actuator_ctrlrange[:, 0], sys.actuator_ctrlrange[:, 1])

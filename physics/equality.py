@@ -30,8 +30,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from physics import kinematics, math
-from physics.dynamics import transmission
 from physics.system import EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD, System
+from physics.tendon import transmission
 
 
 class EqualityRows(NamedTuple):
@@ -162,11 +162,12 @@ def _sides(sys: System, idx: np.ndarray) -> tuple:
     )
 
 
-def compiled_data(sys: System, relpose_given: tuple[bool, ...]) -> np.ndarray:
+def compiled_data(sys: System, given: tuple[bool, ...]) -> np.ndarray:
     """eq_data completed from the reference pose qpos0, as MuJoCo compiles it: a connect's
     body2 anchor is where its body1 anchor sits; a weld's body1 anchor (data[3:6]) is where its
     body2 anchor sits, and its relative orientation (data[6:10]) the bodies' own, unless
-    `relpose_given` (then data[3:10] is the relpose as given)."""
+    `given` (a weld's relpose, or a connect or weld between sites: data kept as it is, a
+    weld's quaternion normalised)."""
     data = np.array(sys.eq_data, np.float64)
     connect, weld, _ = split(sys)
     if not (connect.size or weld.size):
@@ -174,11 +175,12 @@ def compiled_data(sys: System, relpose_given: tuple[bool, ...]) -> np.ndarray:
     kin = kinematics.forward_kinematics(sys, sys.qpos0)
     xpos, xmat = np.asarray(kin.xpos, np.float64), np.asarray(kin.xmat, np.float64)
     quat = np.asarray(math.mat_to_quat(kin.xmat), np.float64)
+    connect = np.asarray([i for i in connect if not given[i]], np.int64)
     b1, b2 = _bodies(sys, connect)
     world = xpos[b1] + np.einsum("nij,nj->ni", xmat[b1], data[connect, :3])
     data[connect, 3:6] = np.einsum("nji,nj->ni", xmat[b2], world - xpos[b2])
     for i, (a, b) in zip(weld, zip(*_bodies(sys, weld), strict=True), strict=True):
-        if relpose_given[i]:  # kept as given (quaternion normalised), as MuJoCo does
+        if given[i]:  # kept as given (quaternion normalised), as MuJoCo does
             data[i, 6:10] /= np.linalg.norm(data[i, 6:10])
         else:
             world = xpos[b] + xmat[b] @ data[i, :3]

@@ -186,6 +186,16 @@ def com_velocity(sys: System, cdof: jax.Array, qd: jax.Array) -> jax.Array:
 
 
 @math.full_precision
+def site_frames(sys: System, kin: Kinematics) -> tuple[jax.Array, jax.Array]:
+    """([nsite, 3] positions, [nsite, 3, 3] orientations) of the sites (MuJoCo's site_xpos,
+    site_xmat)."""
+    body = np.asarray(sys.site_body, np.int32)
+    xmat = kin.xmat[body]
+    return kin.xpos[body] + math.mat_vec(xmat, sys.site_pos), math.mat_mul(
+        xmat, math.quat_to_mat(sys.site_quat)
+    )
+
+
 def point_jacobian(
     sys: System, kin: Kinematics, point: jax.Array, body: int | np.ndarray
 ) -> jax.Array:

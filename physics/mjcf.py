@@ -6,10 +6,10 @@ stiffness, armature, frictionloss), plane/sphere/capsule/ellipsoid/cylinder/box 
 motor/position/velocity/general (fixed gain, affine bias, integrator/filter activation) on joints or
 fixed tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
 a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), ``default`` classes
-with ``childclass``, ``contact/exclude``, fixed tendons with springs, dampers, limits and
-friction loss, and ``equality`` connect and weld (by body), joint and fixed-tendon
-constraints. Purely visual or bookkeeping content (rgba, material,
-assets, cameras, lights, sites, sensors, keyframes, ...) is skipped.
+with ``childclass``, ``contact/exclude``, sites, fixed tendons and spatial tendons (through
+sites and pulleys) with springs, dampers, limits and friction loss, and ``equality`` connect
+and weld (by body), joint and fixed-tendon constraints. Purely visual or bookkeeping content
+(rgba, material, assets, cameras, lights, sensors, keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
 so a model never silently behaves differently from MuJoCo.
 
@@ -28,11 +28,12 @@ import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from physics import constraints as con
-from physics import contact, equality
+from physics import contact, equality, kinematics, tendon
 from physics import system as S
 
 _MINVAL = 1e-15
@@ -67,12 +68,12 @@ _GAIN_BIAS = {"kp", "kv", "gainprm", "biasprm", "gaintype", "biastype", "dyntype
 # Activation dynamics (MuJoCo's mjtDyn) of a <general> actuator: its state act follows ctrl.
 _DYNTYPES = {"none": 0, "integrator": 1, "filter": 2, "filterexact": 3}
 
-# Attributes of every <equality> element, and of each kind (connect and weld by body: sites
-# are not loaded).
+# Attributes of every <equality> element, and of each kind (connect and weld by bodies or by
+# sites).
 _EQUALITY = {"name", "class", "active", "solref", "solimp"}
 _EQUALITY_KINDS = {
-    "connect": _EQUALITY | {"body1", "body2", "anchor"},
-    "weld": _EQUALITY | {"body1", "body2", "anchor", "relpose", "torquescale"},
+    "connect": _EQUALITY | {"body1", "body2", "anchor", "site1", "site2"},
+    "weld": _EQUALITY | {"body1", "body2", "anchor", "relpose", "torquescale", "site1", "site2"},
     "joint": _EQUALITY | {"joint1", "joint2", "polycoef"},
     "tendon": _EQUALITY | {"tendon1", "tendon2", "polycoef"},
 }
@@ -171,6 +172,10 @@ _KNOWN = {
     "fixed": {"limited", "range", "stiffness", "damping", "frictionloss", "springlength"}
     | _VISUAL
     | {"width", "margin", "solreflimit", "solimplimit", "solreffriction", "solimpfriction"},
+    "spatial": {"limited", "range", "stiffness", "damping", "frictionloss", "springlength"}
+    | _VISUAL
+    | {"width", "margin", "solreflimit", "solimplimit", "solreffriction", "solimpfriction"},
+    "site": {"type", "size", "pos", "fromto", *_ORIENT} | _VISUAL,
     "exclude": {"name", "body1", "body2"},
     "equality": _EQUALITY,  # in <default>: what every kind of equality takes from its class
 }
@@ -178,7 +183,6 @@ _KNOWN = {
 _PARTIAL = {"friction", "solimp", "solimplimit", "size", "gear"}
 # Elements skipped because they never change the dynamics.
 _IGNORED = {
-    "site",
     "camera",
     "light",
     "asset",
@@ -340,9 +344,11 @@ class _Loader:
         self.joints: list[dict] = []
         self.geoms: list[dict] = []
         self.actuators: list[dict] = []
+        self.sites: list[dict] = []
         self.tendons: dict[str, list[tuple[int, float]]] = {}  # fixed: name -> (joint, coef)
-        self.spring_tendons: list[dict] = []  # fixed tendons with a spring or damper
-        self.constrained_tendons: list[dict] = []  # fixed tendons with a limit or friction loss
+        self.spatial_names: set[str] = set()
+        self.spring_tendons: list[dict] = []  # tendons with a spring or damper
+        self.constrained_tendons: list[dict] = []  # tendons with a limit or friction loss
         self.excludes: list[tuple[str, str, ET.Element]] = []
         self.equalities: list[dict] = []
         self.current: ET.Element | None = None  # the element whose attributes were read last
@@ -369,8 +375,9 @@ class _Loader:
         defaults = self.classes[cls]
         if elem.tag in _ACTUATOR_TAGS:
             out = {**defaults.get("actuator", {}), **self.inherited_force_model(elem, defaults)}
-        else:  # a <fixed> tendon takes its class's <tendon> defaults
-            out = dict(defaults.get("tendon" if elem.tag == "fixed" else elem.tag, {}))
+        else:  # a <fixed> or <spatial> tendon takes its class's <tendon> defaults
+            tag = "tendon" if elem.tag in ("fixed", "spatial") else elem.tag
+            out = dict(defaults.get(tag, {}))
         self.current = elem  # named if one of its numbers turns out malformed
         _merge(out, elem.attrib)
         self.check_known(elem, out)
@@ -632,6 +639,8 @@ class _Loader:
                 self.add_joint(child, bid, child_cls, child_frame)
             elif tag == "geom":
                 self.add_geom(child, bid, child_cls, child_frame)
+            elif tag == "site":
+                self.add_site(child, bid, child_cls, child_frame)
             elif tag == "inertial":
                 if is_world:
                     raise self.error(child, "the world body cannot have <inertial>")
@@ -659,7 +668,7 @@ class _Loader:
             if child_cls not in self.classes:
                 raise self.error(child, f"unknown childclass {child_cls!r}")
             for inner, inner_cls, inner_frame in self.frame_children(child, child_cls, pose):
-                if inner.tag not in ("body", "geom", "joint", *_IGNORED):
+                if inner.tag not in ("body", "geom", "joint", "site", *_IGNORED):
                     raise self.error(inner, f"unsupported element <{inner.tag}> in <frame>")
                 yield inner, inner_cls, inner_frame
 
@@ -807,6 +816,20 @@ class _Loader:
             }
         )
 
+    def add_site(self, elem: ET.Element, bid: int, cls: str, frame: _Frame = None) -> None:
+        """A site: a frame fixed to body `bid` (its type and size only draw it)."""
+        a = self.attrs(elem, cls)
+        pos, quat = self.get_floats(elem, a, "pos", np.zeros(3), 3), self.orientation(elem, a)
+        if "fromto" in a:  # as a geom's: centred, z axis from "to" towards "from"
+            if a.get("type", "sphere") not in ("capsule", "cylinder", "box", "ellipsoid"):
+                raise self.error(elem, "fromto needs a capsule, cylinder, box or ellipsoid site")
+            ft = self.get_floats(elem, a, "fromto", None, 6)
+            if np.linalg.norm(ft[3:] - ft[:3]) < 1e-10:
+                raise self.error(elem, "fromto has zero length")
+            pos, quat = (ft[:3] + ft[3:]) / 2, _z_to_vec_quat(ft[:3] - ft[3:])
+        pos, quat = _in_frame(frame, pos, quat)
+        self.sites.append({"body": bid, "name": a.get("name", ""), "pos": pos, "quat": quat})
+
     # ---------------------------------------------------------------- actuators, contact, tendon
     def parse_actuators(self) -> None:
         """Actuators with a joint transmission and MuJoCo's affine force model:
@@ -828,6 +851,8 @@ class _Loader:
                         m, "actuator needs one of joint or tendon (other transmissions unsupported)"
                     )
                 if "tendon" in a:
+                    if a["tendon"] in self.spatial_names:
+                        raise self.error(m, "actuators on spatial tendons are not supported")
                     if a["tendon"] not in self.tendons:
                         raise self.error(m, f"unknown fixed tendon {a['tendon']!r}")
                     transmission = self.tendons[a["tendon"]]
@@ -959,14 +984,15 @@ class _Loader:
                 self.current = e
                 unknown = sorted(set(a) - _EQUALITY_KINDS[e.tag])
                 if unknown:
-                    hint = " (sites are not loaded: give body1/body2 and anchor)" if {
-                        "site1", "site2"} & set(unknown) else ""  # fmt: skip
-                    raise self.error(e, f"unsupported attribute(s) {unknown}{hint}")
+                    raise self.error(e, f"unsupported attribute(s) {unknown}")
                 if not self.flag(e, a, "active", True):
                     continue
-                data, relpose = np.zeros(11), False
+                data, given = np.zeros(11), False
                 data[10] = float(a.get("torquescale", 1.0))  # MuJoCo stores it for every kind
-                if e.tag in ("connect", "weld"):
+                if e.tag in ("connect", "weld") and ({"site1", "site2"} & set(a)):
+                    obj1, obj2 = self.site_pair_data(e, a, data)
+                    given = True
+                elif e.tag in ("connect", "weld"):
                     needed = ("body1", "anchor") if e.tag == "connect" else ("body1",)
                     for key in needed:
                         if key not in a:
@@ -979,7 +1005,7 @@ class _Loader:
                     data[:3] = self.get_floats(e, a, "anchor", np.zeros(3), 3)
                     if e.tag == "weld":
                         pose = self.get_floats(e, a, "relpose", [0, 1, 0, 0, 0, 0, 0], 7)
-                        relpose = bool(np.any(pose[3:] != 0))  # else: the pose at qpos0
+                        given = bool(np.any(pose[3:] != 0))  # else: the pose at qpos0
                         data[3:10] = pose
                 else:
                     kind = e.tag  # joint or tendon
@@ -997,6 +1023,8 @@ class _Loader:
                             side.append(((jid, 1.0),))
                         elif name in self.tendons:
                             side.append(tuple(self.tendons[name]))
+                        elif name in self.spatial_names:
+                            raise self.error(e, "equalities on spatial tendons are not supported")
                         else:
                             raise self.error(e, f"unknown fixed tendon {name!r}")
                     if not side[0]:
@@ -1011,7 +1039,7 @@ class _Loader:
                             "joint": S.EQ_JOINT,
                             "tendon": S.EQ_TENDON,
                         }[e.tag],
-                        "relpose": relpose,
+                        "given": given,
                         "obj1": obj1,
                         "obj2": obj2,
                         "data": data,
@@ -1020,16 +1048,43 @@ class _Loader:
                     }
                 )
 
+    def site_pair_data(
+        self, e: ET.Element, a: dict[str, str], data: np.ndarray
+    ) -> tuple[tuple[int], tuple[int]]:
+        """A connect or weld between two sites: their bodies, with `data` set to hold the sites
+        together (connect: site1 in body1, site2 in body2) or their frames aligned (weld: site2
+        in body2, site1 in body1, relative orientation site1 conj(site2))."""
+        clash = sorted({"body1", "body2", "anchor", "relpose"} & set(a))
+        if clash:
+            raise self.error(e, f"give site1 and site2 or bodies, not both (also {clash})")
+        names = [site["name"] for site in self.sites]
+        pair = []
+        for key in ("site1", "site2"):
+            if key not in a:
+                raise self.error(e, f"{e.tag} by sites needs {key}")
+        for key in ("site1", "site2"):
+            if a[key] not in names:
+                raise self.error(e, f"unknown site {a[key]!r}")
+            pair.append(self.sites[names.index(a[key])])
+        s1, s2 = pair
+        if e.tag == "connect":
+            data[:3], data[3:6] = s1["pos"], s2["pos"]
+        else:
+            data[:3], data[3:6] = s2["pos"], s1["pos"]
+            data[6:10] = _quat_mul(s1["quat"], s2["quat"] * [1, -1, -1, -1])
+        return (s1["body"],), (s2["body"],)
+
     def parse_tendons(self) -> None:
-        """Fixed tendons: a linear combination of hinge/slide joint positions, which an actuator
-        may drive, with an optional spring (stiffness, springlength) and damper, limits (range,
-        margin, solreflimit, solimplimit) and friction loss (solreffriction, solimpfriction)."""
-        names = [j["name"] for j in self.joints]
+        """Fixed tendons (a linear combination of hinge/slide joint positions, which an
+        actuator or equality may use) and spatial tendons (straight segments between sites,
+        split into branches by pulleys), each with an optional spring (stiffness,
+        springlength) and damper, limits (range, margin, solreflimit, solimplimit) and friction
+        loss (solreffriction, solimpfriction): see physics.tendon."""
         for sec in self.root.iter("tendon"):
             if sec not in list(self.root):
                 continue  # <tendon/> inside <default>
             for t in sec:
-                if t.tag != "fixed":
+                if t.tag not in ("fixed", "spatial"):
                     raise self.error(t, f"unsupported tendon <{t.tag}>")
                 a = self.attrs(t, "main")
                 frictionloss = float(a.get("frictionloss", 0))
@@ -1042,28 +1097,21 @@ class _Loader:
                 springlength = self.get_floats(t, a, "springlength", [-1.0])
                 if len(springlength) not in (1, 2):
                     raise self.error(t, f"springlength needs 1 or 2 values, got {springlength}")
-                pairs = []
-                for j in t:
-                    if j.tag != "joint":
-                        raise self.error(j, f"unsupported element <{j.tag}> in a fixed tendon")
-                    self.check_known(j, j.attrib, {"joint", "coef"})
-                    if j.get("joint") not in names:
-                        raise self.error(j, f"unknown joint {j.get('joint')!r}")
-                    jid = names.index(j.get("joint"))
-                    if self.joints[jid]["type"] not in (S.JNT_HINGE, S.JNT_SLIDE):
-                        raise self.error(j, "a fixed tendon's joints must be hinge or slide")
-                    pairs.append((jid, float(j.get("coef", 1.0))))
-                if not pairs:
-                    raise self.error(t, "a fixed tendon needs at least one joint")
-                if "name" in a:
-                    self.tendons[a["name"]] = pairs
+                if t.tag == "fixed":
+                    path = self.fixed_path(t)
+                    if "name" in a:
+                        self.tendons[a["name"]] = list(path[0])
+                else:
+                    path = self.spatial_path(t)
+                    if "name" in a:
+                        self.spatial_names.add(a["name"])
                 if limited or frictionloss:
                     rng = self.get_floats(t, a, "range", [0.0, 0.0], 2) if limited else [0, 0]
                     if limited and not rng[0] < rng[1]:
                         raise self.error(t, f"a limited tendon needs range lo < hi, got {rng}")
                     self.constrained_tendons.append(
                         {
-                            "pairs": tuple(pairs),
+                            "path": path,
                             "limited": limited,
                             "range": rng,
                             "margin": float(a.get("margin", 0.0)),
@@ -1081,16 +1129,65 @@ class _Loader:
                         }
                     )
                 if stiffness or damping:
-                    if springlength[0] == -1:  # MuJoCo's default: the length at springref
-                        rest = sum(c * self.joints[j]["springref"] for j, c in pairs)
-                        springlength = [rest]
                     lo, hi = springlength[0], springlength[-1]
-                    if lo > hi:
+                    if lo != -1 and lo > hi:
                         raise self.error(t, f"springlength needs lo <= hi, got {springlength}")
                     self.spring_tendons.append(
-                        {"pairs": tuple(pairs), "stiffness": stiffness, "damping": damping,
-                         "lengthspring": [lo, hi]}
+                        {"path": path, "stiffness": stiffness, "damping": damping,
+                         # MuJoCo's default (-1): the length at qpos_spring, set in build
+                         "lengthspring": None if lo == -1 else [lo, hi]}
                     )  # fmt: skip
+
+    def fixed_path(self, t: ET.Element) -> S.TendonPath:
+        """A <fixed> tendon's (joint, coef) pairs."""
+        names = [j["name"] for j in self.joints]
+        pairs = []
+        for j in t:
+            if j.tag != "joint":
+                raise self.error(j, f"unsupported element <{j.tag}> in a fixed tendon")
+            self.check_known(j, j.attrib, {"joint", "coef"})
+            if j.get("joint") not in names:
+                raise self.error(j, f"unknown joint {j.get('joint')!r}")
+            jid = names.index(j.get("joint"))
+            if self.joints[jid]["type"] not in (S.JNT_HINGE, S.JNT_SLIDE):
+                raise self.error(j, "a fixed tendon's joints must be hinge or slide")
+            pairs.append((jid, float(j.get("coef", 1.0))))
+        if not pairs:
+            raise self.error(t, "a fixed tendon needs at least one joint")
+        return tuple(pairs), ()
+
+    def spatial_path(self, t: ET.Element) -> S.TendonPath:
+        """A <spatial> tendon's (site a, site b, 1/divisor) segments: consecutive sites of
+        each branch (a <pulley divisor> starts a new branch, its segments scaled by 1/divisor),
+        as MuJoCo's mj_tendon measures them."""
+        names = [site["name"] for site in self.sites]
+        segments, scale, previous, branch_sites = [], 1.0, None, 0
+        for e in t:
+            if e.tag == "site":
+                self.check_known(e, e.attrib, {"site"})
+                if not e.get("site") or e.get("site") not in names:
+                    raise self.error(e, f"unknown site {e.get('site')!r}")
+                sid = names.index(e.get("site"))
+                if previous is not None:
+                    segments.append((previous, sid, scale))
+                previous, branch_sites = sid, branch_sites + 1
+            elif e.tag == "pulley":
+                self.check_known(e, e.attrib, {"divisor"})
+                divisor = float(e.get("divisor", 0))
+                if divisor <= 0:
+                    raise self.error(e, f"a pulley needs divisor > 0, got {divisor}")
+                if branch_sites < 2:
+                    raise self.error(t, "each branch of a spatial tendon needs two sites")
+                scale, previous, branch_sites = 1.0 / divisor, None, 0
+            elif e.tag == "geom":
+                raise self.error(
+                    e, "spatial tendons wrapping around geoms are not supported (sites only)"
+                )
+            else:
+                raise self.error(e, f"unsupported element <{e.tag}> in a spatial tendon")
+        if branch_sites < 2:
+            raise self.error(t, "each branch of a spatial tendon needs two sites")
+        return (), tuple(segments)
 
     # ---------------------------------------------------------------- mass properties
     def geom_inertia(self, g: dict) -> tuple[float, np.ndarray, np.ndarray]:
@@ -1281,9 +1378,11 @@ class _Loader:
             geom_solref=gf("solref", (2,)),
             geom_solimp=gf("solimp", (5,)),
             geom_solmix=gf("solmix", ()),
+            site_pos=f32([x["pos"] for x in self.sites], (len(self.sites), 3)),
+            site_quat=f32([x["quat"] for x in self.sites], (len(self.sites), 4)),
             tendon_stiffness=tf("stiffness", ()),
             tendon_damping=tf("damping", ()),
-            tendon_lengthspring=tf("lengthspring", (2,)),
+            tendon_lengthspring=f32([t["lengthspring"] or [0.0, 0.0] for t in tendons], (nt, 2)),
             actuator_gear=af("gear", ()),
             actuator_gain=af("gain", ()),
             actuator_bias=af("bias", (3,)),
@@ -1315,8 +1414,8 @@ class _Loader:
             geom_priority=tuple(g["priority"] for g in self.geoms),
             actuator_transmission=tuple(u["transmission"] for u in self.actuators),
             actuator_dyntype=tuple(u["dyntype"] for u in self.actuators),
-            tendon_transmission=tuple(t["pairs"] for t in self.spring_tendons),
-            constrained_tendons=tuple(t["pairs"] for t in ctens),
+            spring_tendons=tuple(t["path"] for t in self.spring_tendons),
+            constrained_tendons=tuple(t["path"] for t in ctens),
             tendon_limited=tuple(t["limited"] for t in ctens),
             tendon_friction=tuple(i for i, t in enumerate(ctens) if t["frictionloss"] > 0),
             exclude_pairs=tuple(excl),
@@ -1326,6 +1425,8 @@ class _Loader:
             body_names=tuple(names),
             jnt_names=tuple(j["name"] for j in self.joints),
             geom_names=tuple(g["name"] for g in self.geoms),
+            site_body=tuple(x["body"] for x in self.sites),
+            site_names=tuple(x["name"] for x in self.sites),
             actuator_names=tuple(u["name"] for u in self.actuators),
             solver_iterations=self.iterations,
             disable_contact="contact" in self.disabled,
@@ -1366,8 +1467,9 @@ class _Loader:
             problems.append(f"cone={self.cone!r}: only the pyramidal cone is supported")
         if problems:
             raise self.error(None, "; ".join(problems))
-        relpose = tuple(e["relpose"] for e in eqs)
-        sys_ = dataclasses.replace(sys_, eq_data=f32(equality.compiled_data(sys_, relpose)))
+        sys_ = dataclasses.replace(sys_, tendon_lengthspring=self.spring_lengths(sys_))
+        given = tuple(e["given"] for e in eqs)
+        sys_ = dataclasses.replace(sys_, eq_data=f32(equality.compiled_data(sys_, given)))
         body_iw, dof_iw, eq_iw, ten_iw = contact.invweights(sys_)
         return dataclasses.replace(
             sys_,
@@ -1376,6 +1478,16 @@ class _Loader:
             eq_invweight0=eq_iw,
             tendon_invweight0=ten_iw,
         )
+
+    def spring_lengths(self, sys: S.System) -> jax.Array:
+        """tendon_lengthspring, MuJoCo's default (the length at qpos_spring) filled in."""
+        spring = sys.tendon_lengthspring
+        rest = [i for i, t in enumerate(self.spring_tendons) if t["lengthspring"] is None]
+        if not rest:
+            return spring
+        kin = kinematics.forward_kinematics(sys, sys.qpos_spring)
+        length, _ = tendon.lengths_and_jacobian(sys, kin, sys.qpos_spring, sys.spring_tendons)
+        return spring.at[np.asarray(rest)].set(length[np.asarray(rest), None])
 
     def check_masses(self, topo: S.Topology, mass: np.ndarray) -> None:
         """A jointed body whose subtree has no mass would make the mass matrix singular."""

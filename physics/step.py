@@ -104,7 +104,7 @@ def init(sys: System, q: jax.Array | None = None, qd: jax.Array | None = None) -
 def smooth_force(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
     """qfrc_smooth = passive + actuator - bias (all forces but constraints)."""
     bias = dynamics.bias_force(sys, state.kin, state.cvel, state.qd)
-    passive = dynamics.passive_force(sys, state.q, state.qd)
+    passive = dynamics.passive_force(sys, state.kin, state.q, state.qd)
     if sys.fluid:  # static: models without a medium trace nothing more
         passive = passive + fluid.fluid_force(sys, state.kin, state.cvel)
     return passive + dynamics.actuator_force(sys, state.q, state.qd, ctrl, state.act) - bias

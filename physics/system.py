@@ -137,6 +137,12 @@ class Topology:
         return max([self.jnt_body.count(b) for b in range(self.nbody)] + [0])
 
 
+TendonPath = tuple[tuple[tuple[int, float], ...], tuple[tuple[int, int, float], ...]]
+"""A tendon's length terms: its (joint, coef) pairs (a fixed tendon: sum of coef q) and its
+straight (site a, site b, scale) segments (a spatial tendon: sum of scale |x_b - x_a|, scale
+1/divisor of the pulley branch); see physics.tendon."""
+
+
 def _static(**kw: object) -> dataclasses.Field:
     return dataclasses.field(metadata={"static": True}, **kw)
 
@@ -187,14 +193,18 @@ class System:
     geom_solref: jax.Array  # [ngeom, 2]
     geom_solimp: jax.Array  # [ngeom, 5]
     geom_solmix: jax.Array  # [ngeom]
+    # sites: frames fixed to bodies (where spatial tendons run; what environments measure)
+    site_pos: jax.Array  # [nsite, 3] in the body frame
+    site_quat: jax.Array  # [nsite, 4]
     # actuators on hinge/slide joints or fixed tendons over them:
     # force = gain * ctrl + bias . (1, gear length, gear velocity)
-    # fixed tendons with a spring or damper: force = stiffness * (clip(L, lo, hi) - L)
-    # - damping * dL/dt along the tendon, L = sum(coef q) (lengthspring (lo, hi): a deadband)
+    # tendons with a spring or damper (spring_tendons): force = stiffness * (clip(L, lo, hi) -
+    # L) - damping * dL/dt along the tendon (lengthspring (lo, hi): a deadband); L: see
+    # physics.tendon
     tendon_stiffness: jax.Array  # [nten]
     tendon_damping: jax.Array  # [nten]
     tendon_lengthspring: jax.Array  # [nten, 2]
-    # fixed tendons with a limit or friction loss (constrained_tendons): constraint rows
+    # tendons with a limit or friction loss (constrained_tendons): constraint rows
     tendon_range: jax.Array  # [ntc, 2] (where limited)
     tendon_margin: jax.Array  # [ntc]
     tendon_solref_limit: jax.Array  # [ntc, 2]
@@ -235,7 +245,8 @@ class System:
     # per actuator, the (joint, coefficient) pairs of its transmission: ((j, 1.0),) for a
     # joint, a fixed tendon's joints and coefficients for a tendon
     actuator_transmission: tuple[tuple[tuple[int, float], ...], ...] = _static()
-    tendon_transmission: tuple[tuple[tuple[int, float], ...], ...] = _static()
+    # tendons with a spring or damper, as physics.tendon paths
+    spring_tendons: tuple[TendonPath, ...] = _static()
     exclude_pairs: tuple[tuple[int, int], ...] = _static()  # body pairs from <contact><exclude>
     body_names: tuple[str, ...] = _static()
     jnt_names: tuple[str, ...] = _static()
@@ -246,8 +257,8 @@ class System:
     disable_limit: bool = _static(default=False)  # MuJoCo's mjDSBL_LIMIT
     disable_frictionloss: bool = _static(default=False)  # MuJoCo's mjDSBL_FRICTIONLOSS
     disable_equality: bool = _static(default=False)  # MuJoCo's mjDSBL_EQUALITY
-    # fixed tendons with a limit or friction loss, as (joint, coef) pairs, and which are limited
-    constrained_tendons: tuple[tuple[tuple[int, float], ...], ...] = _static(default=())
+    # tendons with a limit or friction loss, as physics.tendon paths, and which are limited
+    constrained_tendons: tuple[TendonPath, ...] = _static(default=())
     tendon_limited: tuple[bool, ...] = _static(default=())
     tendon_friction: tuple[int, ...] = _static(default=())  # of those, with friction loss > 0
     actuator_dyntype: tuple[int, ...] = _static(default=())  # MuJoCo's mjtDyn: 0 none, 1..3
@@ -257,6 +268,8 @@ class System:
     eq_obj1: tuple[tuple, ...] = _static(default=())
     eq_obj2: tuple[tuple, ...] = _static(default=())
     dof_friction: tuple[int, ...] = _static(default=())  # dofs with frictionloss > 0
+    site_body: tuple[int, ...] = _static(default=())
+    site_names: tuple[str, ...] = _static(default=())
     solver_iterations: int = _static(default=100)  # <option iterations>: hint for the solver
     cone: str = _static(default="pyramidal")
     impratio: float = _static(default=1.0)
@@ -291,6 +304,10 @@ class System:
         return len(self.geom_type)
 
     @property
+    def nsite(self) -> int:
+        return len(self.site_body)
+
+    @property
     def nu(self) -> int:
         return len(self.actuator_transmission)
 
@@ -310,3 +327,7 @@ class System:
     def geom_id(self, name: str) -> int:
         """Index of the geom called ``name``."""
         return self.geom_names.index(name)
+
+    def site_id(self, name: str) -> int:
+        """Index of the site called ``name``."""
+        return self.site_names.index(name)

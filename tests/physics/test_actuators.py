@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import physics
-from physics import dynamics
+from physics import dynamics, kinematics
 
 ACTUATORS_XML = """
 <mujoco>
@@ -146,7 +146,9 @@ def test_tendon_springs_and_dampers_match_mujoco():
     m = mujoco.MjModel.from_xml_string(TENDON_SPRINGS_XML)
     np.testing.assert_allclose(sys.tendon_lengthspring, m.tendon_lengthspring, atol=1e-6)
     d = mujoco.MjData(m)
-    passive = jax.jit(dynamics.passive_force)
+    passive = jax.jit(
+        lambda sys, q, qd: dynamics.passive_force(sys, kinematics.forward_kinematics(sys, q), q, qd)
+    )
     rng = np.random.default_rng(0)
     for _ in range(5):
         d.qpos[:], d.qvel[:] = rng.normal(size=m.nq) * 0.3, rng.normal(size=m.nv)

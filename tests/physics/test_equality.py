@@ -142,7 +142,9 @@ def test_equality_flag_turns_them_off():
     "equality, needle",
     [
         ('<flex flex="x"/>', "unsupported equality constraint <flex>"),
-        ('<connect site1="x" site2="y"/>', "sites are not loaded"),
+        ('<connect site1="x" site2="y"/>', "unknown site 'x'"),
+        ('<weld site1="x"/>', "weld by sites needs site2"),
+        ('<connect site1="x" body1="pair" anchor="0 0 0"/>', "not both"),
         ('<connect body1="pair"/>', "connect needs anchor"),
         ('<connect body1="nope" anchor="0 0 0"/>', "unknown body 'nope'"),
         ('<joint joint1="nope"/>', "unknown joint 'nope'"),
@@ -198,15 +200,16 @@ WELDS = """
 """
 
 
-def test_welds_match_mujoco():
-    sys, m = physics.load_mjcf(WELDS), _mujoco(WELDS)
-    np.testing.assert_allclose(sys.eq_data, m.eq_data[:, :11], atol=1e-6)  # as compiled
+def _free_motion_matches_mujoco(
+    sys: physics.System, m: mujoco.MjModel, quats: tuple[int, ...], seed: int
+) -> None:
+    """Constraint forces at random states (quaternions at qpos addresses `quats`), then 200
+    steps from qpos0 without control, against MuJoCo."""
     d = mujoco.MjData(m)
-    rng = np.random.default_rng(2)
-
+    rng = np.random.default_rng(seed)
     for _ in range(4):
         q = m.qpos0 + 0.2 * rng.normal(size=m.nq)
-        for adr in (3, 10, 14):
+        for adr in quats:
             q[adr : adr + 4] /= np.linalg.norm(q[adr : adr + 4])
         d.qpos[:], d.qvel[:] = q, rng.normal(size=m.nv)
         mujoco.mj_forward(m, d)
@@ -216,7 +219,6 @@ def test_welds_match_mujoco():
             expected,
             atol=2e-4 * np.abs(expected).max(),
         )
-    # falling and swinging for 200 steps
     d = mujoco.MjData(m)
     state = jax.jit(physics.step, static_argnames="n_substeps")(
         sys, physics.init(sys), jnp.zeros(0), n_substeps=200
@@ -224,3 +226,47 @@ def test_welds_match_mujoco():
     mujoco.mj_step(m, d, nstep=200)
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
     np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
+
+
+def test_welds_match_mujoco():
+    """Falling and swinging welded bodies."""
+    sys, m = physics.load_mjcf(WELDS), _mujoco(WELDS)
+    np.testing.assert_allclose(sys.eq_data, m.eq_data[:, :11], atol=1e-6)  # as compiled
+    _free_motion_matches_mujoco(sys, m, (3, 10, 14), seed=2)
+
+
+# Welds and a connect between sites: a free box welded to a free capsule by two rotated
+# sites, a pendulum whose tip site is held to a site in the world, and an arm on a ball joint
+# whose site frame is welded to a world site.
+SITE_WELDS = """
+<mujoco>
+  <default><equality solimp="0.5 0.95 0.5"/></default>
+  <worldbody>
+    <site name="w1" pos="0.5 -1 1.4"/>
+    <site name="w2" pos="0 1.2 0.9" euler="30 0 10"/>
+    <body name="a" pos="0 0 1" euler="10 20 30"><freejoint/>
+      <geom type="box" size="0.1 0.2 0.05"/>
+      <site name="a" pos="0.1 0.05 0" euler="0 40 -20"/></body>
+    <body name="b" pos="0.3 0.1 1.2" euler="-20 5 40"><freejoint/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
+      <site name="b" pos="0.05 0 0.02" quat="0.9 0.3 0.1 0.2"/></body>
+    <body name="pendulum" pos="0.5 -1 2"><joint type="hinge" axis="1 0 0"/>
+      <geom type="capsule" fromto="0 0 0 0 0.4 -0.4" size="0.03"/>
+      <site name="tip" pos="0 0.4 -0.4"/></body>
+    <body name="arm" pos="0 1 1"><joint type="ball"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.04"/>
+      <site name="hand" pos="0.4 0 0" euler="0 -20 0"/></body>
+  </worldbody>
+  <equality>
+    <weld site1="a" site2="b" torquescale="2"/>
+    <connect site1="tip" site2="w1"/>
+    <weld site1="hand" site2="w2"/>
+  </equality>
+</mujoco>
+"""
+
+
+def test_site_welds_and_connects_match_mujoco():
+    """Sites pulled together from where they start."""
+    sys, m = physics.load_mjcf(SITE_WELDS), _mujoco(SITE_WELDS)
+    _free_motion_matches_mujoco(sys, m, (3, 10, 15), seed=3)

@@ -1,0 +1,65 @@
+"""Tendon lengths and their Jacobians (MuJoCo's ten_length, ten_J).
+
+A tendon's length is the sum of its terms (a `TendonPath`, see physics.system):
+
+- fixed: sum of coef * q over (joint, coef) pairs of hinge/slide joints, a constant Jacobian;
+- spatial: straight segments between sites, scale * |x_b - x_a| each (scale = 1/divisor of the
+  pulley branch the segment is in), with Jacobian scale * u^T (jacp_b - jacp_a) along the
+  segment's unit vector u. Two sites on one body add a constant length and no Jacobian (as
+  MuJoCo: u is left zero for a segment shorter than 1e-15).
+
+Springs, dampers, limits and friction loss act on these lengths the same way for both kinds.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from physics import kinematics, math
+from physics.system import System, TendonPath
+
+MINVAL = 1e-15  # MuJoCo's mjMINVAL
+
+
+def transmission(
+    sys: System, pairs: tuple[tuple[tuple[int, float], ...], ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Constant maps of linear joint transmissions (actuators, fixed tendons): each row's
+    length from q [n, nq] and its moment arms over the dofs [n, nv], from (joint, coef) pairs."""
+    topo = sys.topology
+    to_q = np.zeros((len(pairs), topo.nq), np.float32)
+    moment = np.zeros((len(pairs), topo.nv), np.float32)
+    for row, joints in enumerate(pairs):
+        for joint, coef in joints:
+            to_q[row, topo.jnt_qposadr[joint]] += coef
+            moment[row, topo.jnt_dofadr[joint]] += coef
+    return to_q, moment
+
+
+def lengths_and_jacobian(
+    sys: System, kin: kinematics.Kinematics, q: jax.Array, tendons: tuple[TendonPath, ...]
+) -> tuple[jax.Array, jax.Array]:
+    """(length [n], J [n, nv]) of `tendons` at configuration `q` (its kinematics `kin`)."""
+    to_q, moment = transmission(sys, tuple(joints for joints, _ in tendons))
+    length = math.static_matmul(to_q, q)
+    jac = jnp.asarray(moment, q.dtype)
+    segments = [(t, *seg) for t, (_, segs) in enumerate(tendons) for seg in segs]
+    if not segments:
+        return length, jac
+    owner, site_a, site_b, scale = (np.asarray(x) for x in zip(*segments, strict=True))
+    sites = np.union1d(site_a, site_b)
+    pos, _ = kinematics.site_frames(sys, kin)
+    pos = pos[sites]
+    body = np.asarray(sys.site_body, np.int32)[sites]
+    jacp = kinematics.point_jacobian(sys, kin, pos, body)[:, 3:]  # [n_sites, 3, nv]
+    a, b = np.searchsorted(sites, site_a), np.searchsorted(sites, site_b)
+    gap = pos[b] - pos[a]
+    dist = jnp.sqrt(jnp.sum(gap * gap, axis=-1))
+    unit = jnp.where(dist[:, None] > MINVAL, gap / jnp.maximum(dist, MINVAL)[:, None], 0.0)
+    seg_jac = jnp.einsum("si,sin->sn", unit, jacp[b] - jacp[a])
+    sum_to_tendon = np.zeros((len(tendons), len(segments)))
+    sum_to_tendon[owner, np.arange(len(segments))] = scale
+    length = length + math.static_matmul(sum_to_tendon, dist)
+    return length, jac + math.static_matmul(sum_to_tendon, seg_jac)
