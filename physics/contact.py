@@ -433,7 +433,7 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         refs.append(jnp.tile(sys.jnt_solref[lay.lim_jnt], (2, 1)))
         imps.append(jnp.tile(sys.jnt_solimp[lay.lim_jnt], (2, 1)))
     if lay.neq:
-        eq = equality.rows(sys, state.q, state.qd)
+        eq = equality.rows(sys, kin, state.q, state.qd)
         Js.append(eq.J)
         poss.append(eq.pos)
         masks.append(jnp.ones(lay.neq, bool))

@@ -68,10 +68,10 @@ def passive_force(sys: System, kin: Kinematics, q: jax.Array, qd: jax.Array) -> 
         force = force.at[da].add(spring)
     if sys.spring_tendons:
         length, moment = tendon.lengths_and_jacobian(sys, kin, q, sys.spring_tendons)
-        velocity = moment @ qd
+        velocity = tendon.mat_vec(moment, qd)
         rest = jnp.clip(length, sys.tendon_lengthspring[:, 0], sys.tendon_lengthspring[:, 1])
         along = sys.tendon_stiffness * (rest - length) - sys.tendon_damping * velocity
-        force = force + moment.T @ along
+        force = force + tendon.mat_vec(moment.T, along)
     return force
 
 
@@ -98,23 +98,27 @@ def next_activation(sys: System, act: jax.Array, ctrl: jax.Array, dt: jax.Array)
 
 @math.full_precision
 def actuator_force(
-    sys: System, q: jax.Array, qd: jax.Array, ctrl: jax.Array, act: jax.Array | None = None
+    sys: System,
+    kin: Kinematics,
+    q: jax.Array,
+    qd: jax.Array,
+    ctrl: jax.Array,
+    act: jax.Array | None = None,
 ) -> jax.Array:
     """Actuator forces in joint space (MuJoCo's qfrc_actuator): with ctrl clipped to ctrlrange,
     force = gain * input + bias . (1, length, velocity), clipped to forcerange, applied through
     the moment arms; input is ctrl, or act for an actuator with activation dynamics (`act`
-    [na], the state's). A transmission's length is gear * sum(coef * q) over its joints (one
-    joint with coef 1, or a fixed tendon's), its moment arm gear * coef on each of their
-    dofs."""
+    [na], the state's). A transmission's length is gear times its joint's position or its
+    tendon's length (physics.tendon), its moment arms gear times that length's Jacobian."""
     if sys.nu == 0:
         return jnp.zeros(sys.nv, sys.dof_damping.dtype)
-    to_q, moment = tendon.transmission(sys, sys.actuator_transmission)  # per unit gear
-    length = sys.actuator_gear * math.static_matmul(to_q, q)
-    velocity = sys.actuator_gear * math.static_matmul(moment, qd)
+    length, moment = tendon.lengths_and_jacobian(sys, kin, q, sys.actuator_transmission)
+    length = sys.actuator_gear * length
+    velocity = sys.actuator_gear * tendon.mat_vec(moment, qd)
     ctrl = jnp.clip(ctrl, sys.actuator_ctrlrange[:, 0], sys.actuator_ctrlrange[:, 1])
     if sys.na:
         ctrl = ctrl.at[_stateful(sys)].set(act)
     bias = sys.actuator_bias
     force = sys.actuator_gain * ctrl + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
     force = jnp.clip(force, sys.actuator_forcerange[:, 0], sys.actuator_forcerange[:, 1])
-    return math.static_matmul(moment.T, sys.actuator_gear * force)
+    return tendon.mat_vec(moment.T, sys.actuator_gear * force)

@@ -1,4 +1,4 @@
-"""Equality constraints (MuJoCo's ``<equality>``): connect, weld, joint and fixed-tendon couplings.
+"""Equality constraints (MuJoCo's ``<equality>``): connect, weld, joint and tendon couplings.
 
 Each active equality adds bilateral soft-constraint rows (force of either sign, always on) to
 the constraint solve, as MuJoCo's mj_instantiateEquality builds them:
@@ -12,8 +12,10 @@ the constraint solve, as MuJoCo's mj_instantiateEquality builds them:
 - weld: 6 rows, the gap between body1's anchor (where body2's sits at qpos0, or the given
   relpose's position) and body2's, then torquescale times the vector part of the orientation
   error conj(q2) q1 relpose (taken the short way round), with MuJoCo's quaternion Jacobian.
+- between sites (site1, site2 instead of bodies): a connect's anchors are the sites, a weld's
+  anchors the sites and its relpose site1 conj(site2), so it aligns the sites' frames.
 - joint / tendon: 1 row, v1 - ref1 - (c0 + c1 x + c2 x^2 + c3 x^3 + c4 x^4), x = v2 - ref2,
-  for the values v of two hinge/slide joints or fixed tendons (ref: the value at qpos0; the
+  for the values v of two hinge/slide joints or tendons (ref: the value at qpos0, eq_ref; the
   polynomial is just c0 when only one object is named); Jacobian J1 - p'(x) J2.
 
 Rows use the equality's solref/solimp and, as diagonal approximation of J M^-1 J^T, the sum of
@@ -30,8 +32,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from physics import kinematics, math
-from physics.system import EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD, System
-from physics.tendon import transmission
+from physics.system import EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD, NO_TENDON, System
+from physics.tendon import lengths_and_jacobian
 
 
 class EqualityRows(NamedTuple):
@@ -108,8 +110,8 @@ def _body_pair_rows(
 
 
 @math.full_precision
-def rows(sys: System, q: jax.Array, qd: jax.Array) -> EqualityRows:
-    """The equality rows at configuration `q` and velocity `qd`."""
+def rows(sys: System, kin: kinematics.Kinematics, q: jax.Array, qd: jax.Array) -> EqualityRows:
+    """The equality rows at configuration `q` (its kinematics `kin`) and velocity `qd`."""
     connect, weld, coupling = split(sys)
     Js, pos, jdot, imp, diag, ref, sol = [], [], [], [], [], [], []
     if connect.size or weld.size:
@@ -137,13 +139,13 @@ def rows(sys: System, q: jax.Array, qd: jax.Array) -> EqualityRows:
             ref.append(jnp.repeat(sys.eq_solref[idx], k, axis=0))
             sol.append(jnp.repeat(sys.eq_solimp[idx], k, axis=0))
     if coupling.size:
-        (to_q1, moment1), (to_q2, moment2) = _sides(sys, coupling)
-        c = sys.eq_data[coupling]
-        x = math.static_matmul(to_q2, q - sys.qpos0)  # zero where there is no side 2
+        (value1, jac1), (value2, jac2) = _sides(sys, kin, q, coupling)
+        c, at_qpos0 = sys.eq_data[coupling], sys.eq_ref[coupling]
+        x = value2 - at_qpos0[:, 1]  # zero where there is no side 2
         poly = c[:, 0] + x * (c[:, 1] + x * (c[:, 2] + x * (c[:, 3] + x * c[:, 4])))
         slope = c[:, 1] + x * (2 * c[:, 2] + x * (3 * c[:, 3] + x * 4 * c[:, 4]))
-        violation = math.static_matmul(to_q1, q - sys.qpos0) - poly
-        Js.append(jnp.asarray(moment1) - slope[:, None] * jnp.asarray(moment2))
+        violation = value1 - at_qpos0[:, 0] - poly
+        Js.append(jac1 - slope[:, None] * jac2)
         pos.append(violation)
         jdot.append(jnp.zeros_like(violation))
         imp.append(violation)
@@ -154,12 +156,23 @@ def rows(sys: System, q: jax.Array, qd: jax.Array) -> EqualityRows:
     return EqualityRows(cat(Js), cat(pos), cat(jdot), cat(imp), cat(diag), cat(ref), cat(sol))
 
 
-def _sides(sys: System, idx: np.ndarray) -> tuple:
-    """Value maps (to_q [n, nq], moment [n, nv]) of side 1 and side 2 of the couplings `idx`."""
+def _sides(sys: System, kin: kinematics.Kinematics, q: jax.Array, idx: np.ndarray) -> tuple:
+    """(value [n], Jacobian [n, nv]) of side 1 and side 2 of the couplings `idx` at `q`."""
     return (
-        transmission(sys, tuple(sys.eq_obj1[i] for i in idx)),
-        transmission(sys, tuple(sys.eq_obj2[i] for i in idx)),
+        lengths_and_jacobian(sys, kin, q, tuple(sys.eq_obj1[i] for i in idx)),
+        lengths_and_jacobian(sys, kin, q, tuple(sys.eq_obj2[i] for i in idx)),
     )
+
+
+def reference_values(sys: System) -> np.ndarray:
+    """eq_ref: each coupling side's value (joint position, tendon length) at qpos0."""
+    ref = np.zeros((len(sys.eq_type), 2))
+    _, _, coupling = split(sys)
+    if coupling.size:
+        kin = kinematics.forward_kinematics(sys, sys.qpos0)
+        for side, (value, _) in enumerate(_sides(sys, kin, sys.qpos0, coupling)):
+            ref[coupling, side] = np.asarray(value)
+    return ref
 
 
 def compiled_data(sys: System, given: tuple[bool, ...]) -> np.ndarray:
@@ -201,11 +214,13 @@ def invweight0(
         if idx.size:
             b1, b2 = _bodies(sys, idx)
             out[idx] = body_invweight0[b1] + body_invweight0[b2]
+    kin = kinematics.forward_kinematics(sys, sys.qpos0)
     for i in coupling:
-        for side in (s for s in (sys.eq_obj1[i], sys.eq_obj2[i]) if s):
-            if sys.eq_type[i] == EQ_JOINT:  # side: ((joint, 1.0),)
-                out[i, 0] += dof_invweight0[sys.topology.jnt_dofadr[side[0][0]]]
+        for side in (s for s in (sys.eq_obj1[i], sys.eq_obj2[i]) if s != NO_TENDON):
+            if sys.eq_type[i] == EQ_JOINT:  # side: (((joint, 1.0),), ())
+                out[i, 0] += dof_invweight0[sys.topology.jnt_dofadr[side[0][0][0]]]
             else:
-                _, moment = transmission(sys, (side,))
-                out[i, 0] += float(moment[0] @ minv @ moment[0])
+                _, jac = lengths_and_jacobian(sys, kin, sys.qpos0, (side,))
+                jac = np.asarray(jac[0], np.float64)
+                out[i, 0] += float(jac @ minv @ jac)
     return out

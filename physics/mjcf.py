@@ -4,11 +4,11 @@ Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis), ``inertial`` 
 geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits, damping,
 stiffness, armature, frictionloss), plane/sphere/capsule/ellipsoid/cylinder/box geoms,
 motor/position/velocity/general (fixed gain, affine bias, integrator/filter activation) on joints or
-fixed tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
+tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
 a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), ``default`` classes
 with ``childclass``, ``contact/exclude``, sites, fixed tendons and spatial tendons (through
 sites and pulleys) with springs, dampers, limits and friction loss, and ``equality`` connect
-and weld (by body), joint and fixed-tendon constraints. Purely visual or bookkeeping content
+and weld (by bodies or sites), joint and tendon couplings. Purely visual or bookkeeping content
 (rgba, material, assets, cameras, lights, sensors, keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
 so a model never silently behaves differently from MuJoCo.
@@ -50,7 +50,7 @@ _GEOM_TYPES = {
 _ORIENT = ("quat", "euler", "axisangle", "xyaxes", "zaxis")
 _VISUAL = {"name", "class", "rgba", "material", "group", "user"}
 
-# Attributes every actuator element understands (joint or fixed-tendon transmission).
+# Attributes every actuator element understands (joint or tendon transmission).
 _ACTUATOR = {
     "joint",
     "tendon",
@@ -345,8 +345,7 @@ class _Loader:
         self.geoms: list[dict] = []
         self.actuators: list[dict] = []
         self.sites: list[dict] = []
-        self.tendons: dict[str, list[tuple[int, float]]] = {}  # fixed: name -> (joint, coef)
-        self.spatial_names: set[str] = set()
+        self.tendons: dict[str, dict] = {}  # name -> path, limited, range
         self.spring_tendons: list[dict] = []  # tendons with a spring or damper
         self.constrained_tendons: list[dict] = []  # tendons with a limit or friction loss
         self.excludes: list[tuple[str, str, ET.Element]] = []
@@ -832,12 +831,13 @@ class _Loader:
 
     # ---------------------------------------------------------------- actuators, contact, tendon
     def parse_actuators(self) -> None:
-        """Actuators with a joint transmission and MuJoCo's affine force model:
+        """Actuators on a joint or a tendon with MuJoCo's affine force model:
         force = gain * ctrl + bias[0] + bias[1] * length + bias[2] * velocity, where length and
-        velocity are gear times the joint's position and velocity (<motor>: gain 1, no bias;
-        <position kp kv>: gain kp, bias (0, -kp, -kv); <velocity kv>: gain kv, bias (0, 0, -kv);
-        <general>: fixed gain and affine or no bias, with an activation state (integrator,
-        filter or filterexact dynamics) in ctrl's place where dyntype says so)."""
+        velocity are gear times the joint's (or tendon's) position and velocity (<motor>:
+        gain 1, no bias; <position kp kv>: gain kp, bias (0, -kp, -kv); <velocity kv>: gain
+        kv, bias (0, 0, -kv); <general>: fixed gain and affine or no bias, with an activation
+        state (integrator, filter or filterexact dynamics) in ctrl's place where dyntype says
+        so)."""
         names = [j["name"] for j in self.joints]
         for sec in self.root.iter("actuator"):
             for m in sec:
@@ -851,19 +851,18 @@ class _Loader:
                         m, "actuator needs one of joint or tendon (other transmissions unsupported)"
                     )
                 if "tendon" in a:
-                    if a["tendon"] in self.spatial_names:
-                        raise self.error(m, "actuators on spatial tendons are not supported")
                     if a["tendon"] not in self.tendons:
-                        raise self.error(m, f"unknown fixed tendon {a['tendon']!r}")
-                    transmission = self.tendons[a["tendon"]]
+                        raise self.error(m, f"unknown tendon {a['tendon']!r}")
+                    target = self.tendons[a["tendon"]]
                 else:
                     if a["joint"] not in names:
                         raise self.error(m, f"unknown joint {a['joint']!r}")
-                    transmission = [(names.index(a["joint"]), 1.0)]
-                    if self.joints[transmission[0][0]]["type"] not in (S.JNT_HINGE, S.JNT_SLIDE):
+                    target = self.joints[names.index(a["joint"])]
+                    if target["type"] not in (S.JNT_HINGE, S.JNT_SLIDE):
                         raise self.error(
                             m, "actuators are supported on hinge and slide joints only"
                         )
+                    target = {**target, "path": (((names.index(a["joint"]), 1.0),), ())}
                 gear = self.get_floats(m, a, "gear", [1.0])
                 if np.any(gear[1:] != 0):
                     raise self.error(
@@ -877,15 +876,11 @@ class _Loader:
                 if inherit < 0:
                     raise self.error(m, f"inheritrange must be >= 0, got {inherit}")
                 if inherit > 0:
-                    # The control range spans the joint's range, scaled about its middle.
-                    if "tendon" in a:
-                        raise self.error(
-                            m, "inheritrange needs a limited joint (tendon limits are unsupported)"
-                        )
-                    joint = self.joints[transmission[0][0]]
-                    if not joint["limited"]:
-                        raise self.error(m, "inheritrange needs a limited joint")
-                    lo, hi = joint["range"]
+                    # The control range spans the joint's or tendon's range, scaled about its
+                    # middle.
+                    if not target["limited"]:
+                        raise self.error(m, "inheritrange needs a limited joint or tendon")
+                    lo, hi = target["range"]
                     mid, half = (lo + hi) / 2, inherit * (hi - lo) / 2
                     ctrl = np.array([mid - half, mid + half])
                 inf = np.array([-np.inf, np.inf])
@@ -900,7 +895,7 @@ class _Loader:
                 self.actuators.append(
                     {
                         "name": a.get("name", ""),
-                        "transmission": tuple(transmission),
+                        "transmission": target["path"],
                         "gear": float(gear[0]),
                         "gain": gain,
                         "bias": bias,
@@ -967,8 +962,8 @@ class _Loader:
                 self.excludes.append((a["body1"], a["body2"], e))
 
     def parse_equality(self) -> None:
-        """<equality>: connect and weld (by body), joint and tendon couplings; the rest are
-        refused. An inactive one (active="false") is left out: this engine has no switch to
+        """<equality>: connect and weld (by bodies or sites), joint and tendon couplings; the
+        rest are refused. An inactive one (active="false") is left out: this engine has no switch to
         turn it on later."""
         bodies = [b["name"] for b in self.bodies]
         joints = [j["name"] for j in self.joints]
@@ -1013,21 +1008,19 @@ class _Loader:
                     for key in (f"{kind}1", f"{kind}2"):
                         name = a.get(key)
                         if name is None:
-                            side.append(())
+                            side.append(S.NO_TENDON)
                         elif kind == "joint":
                             if name not in joints:
                                 raise self.error(e, f"unknown joint {name!r}")
                             jid = joints.index(name)
                             if self.joints[jid]["type"] not in (S.JNT_HINGE, S.JNT_SLIDE):
                                 raise self.error(e, f"joint {name!r} must be hinge or slide")
-                            side.append(((jid, 1.0),))
+                            side.append((((jid, 1.0),), ()))
                         elif name in self.tendons:
-                            side.append(tuple(self.tendons[name]))
-                        elif name in self.spatial_names:
-                            raise self.error(e, "equalities on spatial tendons are not supported")
+                            side.append(self.tendons[name]["path"])
                         else:
-                            raise self.error(e, f"unknown fixed tendon {name!r}")
-                    if not side[0]:
+                            raise self.error(e, f"unknown tendon {name!r}")
+                    if side[0] == S.NO_TENDON:
                         raise self.error(e, f"a {kind} equality needs {kind}1")
                     obj1, obj2 = side
                     data[:5] = self.padded(e, a, "polycoef", (0.0, 1.0, 0.0, 0.0, 0.0))
@@ -1097,18 +1090,13 @@ class _Loader:
                 springlength = self.get_floats(t, a, "springlength", [-1.0])
                 if len(springlength) not in (1, 2):
                     raise self.error(t, f"springlength needs 1 or 2 values, got {springlength}")
-                if t.tag == "fixed":
-                    path = self.fixed_path(t)
-                    if "name" in a:
-                        self.tendons[a["name"]] = list(path[0])
-                else:
-                    path = self.spatial_path(t)
-                    if "name" in a:
-                        self.spatial_names.add(a["name"])
+                path = self.fixed_path(t) if t.tag == "fixed" else self.spatial_path(t)
+                rng = self.get_floats(t, a, "range", [0.0, 0.0], 2) if limited else [0, 0]
+                if limited and not rng[0] < rng[1]:
+                    raise self.error(t, f"a limited tendon needs range lo < hi, got {rng}")
+                if "name" in a:
+                    self.tendons[a["name"]] = {"path": path, "limited": limited, "range": rng}
                 if limited or frictionloss:
-                    rng = self.get_floats(t, a, "range", [0.0, 0.0], 2) if limited else [0, 0]
-                    if limited and not rng[0] < rng[1]:
-                        raise self.error(t, f"a limited tendon needs range lo < hi, got {rng}")
                     self.constrained_tendons.append(
                         {
                             "path": path,
@@ -1400,6 +1388,7 @@ class _Loader:
             eq_data=ef("data", (11,)),
             eq_solref=ef("solref", (2,)),
             eq_solimp=ef("solimp", (5,)),
+            eq_ref=jnp.zeros((neq, 2), jnp.float32),
             body_invweight0=jnp.zeros((topo.nbody, 2), jnp.float32),
             dof_invweight0=jnp.zeros(topo.nv, jnp.float32),
             eq_invweight0=jnp.zeros((neq, 2), jnp.float32),
@@ -1469,7 +1458,11 @@ class _Loader:
             raise self.error(None, "; ".join(problems))
         sys_ = dataclasses.replace(sys_, tendon_lengthspring=self.spring_lengths(sys_))
         given = tuple(e["given"] for e in eqs)
-        sys_ = dataclasses.replace(sys_, eq_data=f32(equality.compiled_data(sys_, given)))
+        sys_ = dataclasses.replace(
+            sys_,
+            eq_data=f32(equality.compiled_data(sys_, given)),
+            eq_ref=f32(equality.reference_values(sys_)),
+        )
         body_iw, dof_iw, eq_iw, ten_iw = contact.invweights(sys_)
         return dataclasses.replace(
             sys_,

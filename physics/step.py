@@ -107,7 +107,9 @@ def smooth_force(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
     passive = dynamics.passive_force(sys, state.kin, state.q, state.qd)
     if sys.fluid:  # static: models without a medium trace nothing more
         passive = passive + fluid.fluid_force(sys, state.kin, state.cvel)
-    return passive + dynamics.actuator_force(sys, state.q, state.qd, ctrl, state.act) - bias
+    return (
+        passive + dynamics.actuator_force(sys, state.kin, state.q, state.qd, ctrl, state.act) - bias
+    )
 
 
 @math.full_precision

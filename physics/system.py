@@ -16,7 +16,7 @@ import numpy as np
 
 # Joint and geom type codes are MuJoCo's (mjtJoint, mjtGeom).
 JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = 0, 1, 2, 3
-# Equality constraint types (MuJoCo's mjtEq; EQ_TENDON couples fixed tendons).
+# Equality constraint types (MuJoCo's mjtEq; EQ_TENDON couples tendons).
 EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON = 0, 1, 2, 3
 JNT_NQ = {JNT_FREE: 7, JNT_BALL: 4, JNT_SLIDE: 1, JNT_HINGE: 1}
 JNT_NV = {JNT_FREE: 6, JNT_BALL: 3, JNT_SLIDE: 1, JNT_HINGE: 1}
@@ -138,9 +138,11 @@ class Topology:
 
 
 TendonPath = tuple[tuple[tuple[int, float], ...], tuple[tuple[int, int, float], ...]]
-"""A tendon's length terms: its (joint, coef) pairs (a fixed tendon: sum of coef q) and its
-straight (site a, site b, scale) segments (a spatial tendon: sum of scale |x_b - x_a|, scale
-1/divisor of the pulley branch); see physics.tendon."""
+"""A tendon's length terms: its (joint, coef) pairs (a fixed tendon: sum of coef q; a joint
+is ((j, 1.0),)) and its straight (site a, site b, scale) segments (a spatial tendon: sum of
+scale |x_b - x_a|, scale 1/divisor of the pulley branch); see physics.tendon."""
+NO_TENDON: TendonPath = ((), ())
+"""The empty path (length 0): the missing second object of a one-sided coupling."""
 
 
 def _static(**kw: object) -> dataclasses.Field:
@@ -196,7 +198,7 @@ class System:
     # sites: frames fixed to bodies (where spatial tendons run; what environments measure)
     site_pos: jax.Array  # [nsite, 3] in the body frame
     site_quat: jax.Array  # [nsite, 4]
-    # actuators on hinge/slide joints or fixed tendons over them:
+    # actuators on hinge/slide joints or tendons:
     # force = gain * ctrl + bias . (1, gear length, gear velocity)
     # tendons with a spring or damper (spring_tendons): force = stiffness * (clip(L, lo, hi) -
     # L) - damping * dL/dt along the tendon (lengthspring (lo, hi): a deadband); L: see
@@ -228,6 +230,7 @@ class System:
     eq_data: jax.Array  # [neq, 11]
     eq_solref: jax.Array  # [neq, 2]
     eq_solimp: jax.Array  # [neq, 5]
+    eq_ref: jax.Array  # [neq, 2] couplings: each side's value (joint position, length) at qpos0
     # constants MuJoCo computes at qpos0 (mj_setConst): diagonal approximations of J M^-1 J^T
     body_invweight0: jax.Array  # [nbody, 2] translation, rotation
     dof_invweight0: jax.Array  # [nv]
@@ -242,9 +245,8 @@ class System:
     geom_conaffinity: tuple[int, ...] = _static()
     geom_condim: tuple[int, ...] = _static()
     geom_priority: tuple[int, ...] = _static()
-    # per actuator, the (joint, coefficient) pairs of its transmission: ((j, 1.0),) for a
-    # joint, a fixed tendon's joints and coefficients for a tendon
-    actuator_transmission: tuple[tuple[tuple[int, float], ...], ...] = _static()
+    # per actuator, its transmission as a tendon path (a joint j: (((j, 1.0),), ()))
+    actuator_transmission: tuple[TendonPath, ...] = _static()
     # tendons with a spring or damper, as physics.tendon paths
     spring_tendons: tuple[TendonPath, ...] = _static()
     exclude_pairs: tuple[tuple[int, int], ...] = _static()  # body pairs from <contact><exclude>
@@ -263,8 +265,8 @@ class System:
     tendon_friction: tuple[int, ...] = _static(default=())  # of those, with friction loss > 0
     actuator_dyntype: tuple[int, ...] = _static(default=())  # MuJoCo's mjtDyn: 0 none, 1..3
     eq_type: tuple[int, ...] = _static(default=())  # EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON
-    # connect, weld: the two bodies ((b1,), (b2,)); joint/tendon: each side's (joint, coef) pairs
-    # (a joint is ((j, 1.0),); side 2 is () when the equality names one object)
+    # connect, weld: the two bodies ((b1,), (b2,)); joint/tendon: each side's tendon path (a
+    # joint is (((j, 1.0),), ()); side 2 is NO_TENDON when the equality names one object)
     eq_obj1: tuple[tuple, ...] = _static(default=())
     eq_obj2: tuple[tuple, ...] = _static(default=())
     dof_friction: tuple[int, ...] = _static(default=())  # dofs with frictionloss > 0

@@ -41,13 +41,14 @@ def transmission(
 def lengths_and_jacobian(
     sys: System, kin: kinematics.Kinematics, q: jax.Array, tendons: tuple[TendonPath, ...]
 ) -> tuple[jax.Array, jax.Array]:
-    """(length [n], J [n, nv]) of `tendons` at configuration `q` (its kinematics `kin`)."""
+    """(length [n], J [n, nv]) of `tendons` at configuration `q` (its kinematics `kin`); J is
+    a numpy constant when every path is fixed (see `mat_vec`)."""
     to_q, moment = transmission(sys, tuple(joints for joints, _ in tendons))
     length = math.static_matmul(to_q, q)
-    jac = jnp.asarray(moment, q.dtype)
     segments = [(t, *seg) for t, (_, segs) in enumerate(tendons) for seg in segs]
     if not segments:
-        return length, jac
+        return length, moment
+    jac = jnp.asarray(moment, q.dtype)
     owner, site_a, site_b, scale = (np.asarray(x) for x in zip(*segments, strict=True))
     sites = np.union1d(site_a, site_b)
     pos, _ = kinematics.site_frames(sys, kin)
@@ -63,3 +64,9 @@ def lengths_and_jacobian(
     sum_to_tendon[owner, np.arange(len(segments))] = scale
     length = length + math.static_matmul(sum_to_tendon, dist)
     return length, jac + math.static_matmul(sum_to_tendon, seg_jac)
+
+
+def mat_vec(jac: jax.Array | np.ndarray, x: jax.Array) -> jax.Array:
+    """jac @ x, unrolled over jac's nonzero columns when it is a numpy constant (fixed
+    tendons, joint actuators: the common case stays as cheap as a hand-written sum)."""
+    return math.static_matmul(jac, x) if isinstance(jac, np.ndarray) else jac @ x

@@ -66,7 +66,11 @@ def test_actuator_forces_and_trajectory_match_mujoco():
     unlimited = np.where(m.actuator_ctrllimited[:, None], m.actuator_ctrlrange, [-np.inf, np.inf])
     np.testing.assert_allclose(sys.actuator_ctrlrange, unlimited, atol=1e-6)
     d = mujoco.MjData(m)
-    force = jax.jit(dynamics.actuator_force)
+    force = jax.jit(
+        lambda sys, q, qd, u: dynamics.actuator_force(
+            sys, kinematics.forward_kinematics(sys, q), q, qd, u
+        )
+    )
     rng = np.random.default_rng(0)
     for _ in range(5):
         q, qd = rng.normal(size=m.nq), 2 * rng.normal(size=m.nv)
@@ -94,12 +98,12 @@ def test_actuator_forces_and_trajectory_match_mujoco():
         ('<general joint="j" gaintype="user"/>', "gaintype"),
         ('<general joint="j" biastype="affine" biasprm="0 0 0 1"/>', "biasprm[0:3]"),
         ('<position joint="j" kp="-1"/>', "kp and kv"),
-        ('<position joint="j" inheritrange="1"/>', "inheritrange needs a limited joint"),
+        ('<position joint="j" inheritrange="1"/>', "inheritrange needs a limited joint or tendon"),
         ('<position joint="j" dampratio="1"/>', "dampratio"),
         ('<cylinder joint="j"/>', "unsupported actuator <cylinder>"),
-        ('<velocity tendon="nope"/>', "unknown fixed tendon 'nope'"),
+        ('<velocity tendon="nope"/>', "unknown tendon 'nope'"),
         ('<motor joint="j" tendon="t"/>', "one of joint or tendon"),
-        ('<position tendon="t" inheritrange="1"/>', "tendon limits are unsupported"),
+        ('<position tendon="t" inheritrange="1"/>', "inheritrange needs a limited joint or tendon"),
     ],
 )
 def test_unsupported_actuators_are_named(actuator, needle):

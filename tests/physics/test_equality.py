@@ -149,7 +149,7 @@ def test_equality_flag_turns_them_off():
         ('<connect body1="nope" anchor="0 0 0"/>', "unknown body 'nope'"),
         ('<joint joint1="nope"/>', "unknown joint 'nope'"),
         ('<joint joint2="a"/>', "needs joint1"),
-        ('<tendon tendon1="nope"/>', "unknown fixed tendon 'nope'"),
+        ('<tendon tendon1="nope"/>', "unknown tendon 'nope'"),
         ('<joint joint1="a" polycoef="1 2 3 4 5 6"/>', "polycoef"),
     ],
 )

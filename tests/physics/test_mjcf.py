@@ -53,7 +53,9 @@ def _check_against_mujoco(sys, m):
     assert sys.geom_contype == tuple(int(x) for x in m.geom_contype)
     assert sys.geom_conaffinity == tuple(int(x) for x in m.geom_conaffinity)
     assert all(m.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT)
-    assert sys.actuator_transmission == tuple(((int(j), 1.0),) for j in m.actuator_trnid[:, 0])
+    assert sys.actuator_transmission == tuple(
+        (((int(j), 1.0),), ()) for j in m.actuator_trnid[:, 0]
+    )
     assert float(sys.timestep) == pytest.approx(m.opt.timestep)
     close(sys.gravity, m.opt.gravity)
 

@@ -212,13 +212,76 @@ def test_spatial_tendon_errors_name_the_problem(path, needle):
         physics.load_mjcf(xml)
 
 
-def test_actuators_and_equalities_on_spatial_tendons_are_refused():
-    body = (
-        '<worldbody><site name="a"/><body><joint name="j"/><geom size="1"/>'
-        '<site name="b" pos="1 0 0"/></body></worldbody><tendon><spatial name="t">'
-        '<site site="a"/><site site="b"/></spatial></tendon>'
-    )
-    with pytest.raises(physics.MJCFError, match="actuators on spatial tendons"):
-        physics.load_mjcf(f'<mujoco>{body}<actuator><motor tendon="t"/></actuator></mujoco>')
-    with pytest.raises(physics.MJCFError, match="equalities on spatial tendons"):
-        physics.load_mjcf(f'<mujoco>{body}<equality><tendon tendon1="t"/></equality></mujoco>')
+# A two-finger gripper pulled by cables: a motor and a position servo (its control range from
+# the cable's limits, inheritrange) drive spatial tendons; an equality keeps the second
+# finger's cable as long as a polynomial of the first finger's cable says.
+CABLES = """
+<mujoco>
+  <option timestep="0.002"/>
+  <default><joint damping="0.2" armature="0.01"/></default>
+  <worldbody>
+    <site name="base" pos="0 0 1.05"/>
+    <site name="base2" pos="0 0.1 1.05"/>
+    <body name="f1" pos="0 0 1">
+      <joint name="a1" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/>
+      <site name="f1" pos="0.2 0 0.02"/>
+      <body pos="0.3 0 0">
+        <joint name="a2" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02"/>
+        <site name="f1tip" pos="0.2 0 0.02"/>
+      </body>
+    </body>
+    <body name="f2" pos="0 0.1 1">
+      <joint name="b1" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/>
+      <site name="f2" pos="0.25 0 0.02"/>
+    </body>
+  </worldbody>
+  <tendon>
+    <spatial name="pull" stiffness="5">
+      <site site="base"/><site site="f1"/><site site="f1tip"/>
+    </spatial>
+    <spatial name="servo" limited="true" range="0.2 0.32">
+      <site site="base"/><site site="f1"/>
+    </spatial>
+    <spatial name="follow"><site site="base2"/><site site="f2"/></spatial>
+  </tendon>
+  <actuator>
+    <motor tendon="pull" gear="2" ctrlrange="-3 3"/>
+    <position tendon="servo" kp="50" inheritrange="0.8"/>
+  </actuator>
+  <equality><tendon tendon1="follow" tendon2="pull" polycoef="0 0.5 0.8 0 0"/></equality>
+</mujoco>
+"""
+
+
+def test_actuators_and_equalities_on_spatial_tendons_match_mujoco():
+    sys, m = physics.load_mjcf(CABLES), mujoco.MjModel.from_xml_string(CABLES)
+    np.testing.assert_allclose(sys.actuator_ctrlrange, m.actuator_ctrlrange, atol=1e-6)
+    np.testing.assert_allclose(sys.tendon_invweight0, m.tendon_invweight0[1:2], rtol=1e-5)
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(4)
+
+    @jax.jit
+    def actuated(q, qd, ctrl):
+        kin = kinematics.forward_kinematics(sys, q)
+        return physics.dynamics.actuator_force(sys, kin, q, qd, ctrl)
+
+    for _ in range(5):
+        _random_state(m, rng, d)
+        np.testing.assert_allclose(
+            actuated(d.qpos, d.qvel, d.ctrl), d.qfrc_actuator, rtol=1e-5, atol=1e-5
+        )
+        expected = d.qfrc_constraint
+        got = constraint_force_at(sys, d.qpos, d.qvel, d.ctrl)
+        np.testing.assert_allclose(got, expected, atol=2e-4 * max(np.abs(expected).max(), 1))
+    mujoco.mj_resetData(m, d)
+    state, step = physics.init(sys), jax.jit(physics.step, static_argnames="n_substeps")
+    for i in range(20):  # 200 driven steps
+        ctrl = np.array([2 * np.sin(i / 3), 0.22 + 0.08 * np.cos(i / 4)])
+        d.ctrl[:] = ctrl
+        mujoco.mj_step(m, d, nstep=10)
+        state = step(sys, state, jnp.asarray(ctrl), n_substeps=10)
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=2e-3)

@@ -36,7 +36,7 @@ def humanoid_observation(
             pipeline.qd,
             com_inertia.ravel(),
             com_velocity.ravel(),
-            dynamics.actuator_force(sys, pipeline.q, pipeline.qd, action),
+            dynamics.actuator_force(sys, pipeline.kin, pipeline.q, pipeline.qd, action),
         ]
     )
 
