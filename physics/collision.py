@@ -145,11 +145,18 @@ def _stack(dist: jax.Array, pos: jax.Array, normal: jax.Array) -> Contact:
 
 
 def _sphere_sphere_raw(
-    c1: jax.Array, r1: jax.Array, c2: jax.Array, r2: jax.Array
+    c1: jax.Array,
+    r1: jax.Array,
+    c2: jax.Array,
+    r2: jax.Array,
+    coincident: jax.Array | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """(dist, pos, normal) of two spheres; coincident centres get normal +x like MuJoCo."""
+    """(dist, pos, normal) of two spheres; coincident centres get normal `coincident` (MuJoCo:
+    the cross product of the geoms' z axes), or +x as MuJoCo when it is zero or not given."""
     delta = c2 - c1
-    normal = _normalize(delta, jnp.array([1.0, 0.0, 0.0]))
+    x = jnp.array([1.0, 0.0, 0.0])
+    fallback = x if coincident is None else _normalize(coincident, x)
+    normal = _normalize(delta, fallback)
     dist = _safe_norm(delta) - r1 - r2
     return dist, c1 + normal * (r1 + 0.5 * dist), normal
 
@@ -321,7 +328,9 @@ def collide_capsule_capsule(
     p2, q2 = _capsule_ends(pos2, mat2, size2)
     r1, r2 = size1[0], size2[0]
     s, t = _segment_segment(p1, q1, p2, q2)
-    dist0, pos0, n0 = _sphere_sphere_raw(p1 + s * (q1 - p1), r1, p2 + t * (q2 - p2), r2)
+    # crossing axes (the closest points coincide): normal along z1 x z2, as MuJoCo
+    crossing = jnp.cross(mat1[:, 2], mat2[:, 2])
+    dist0, pos0, n0 = _sphere_sphere_raw(p1 + s * (q1 - p1), r1, p2 + t * (q2 - p2), r2, crossing)
 
     parallel = _safe_norm(jnp.cross(mat1[:, 2], mat2[:, 2])) < _PARALLEL_TOL
     ends1 = jnp.stack([_segment_closest(p1, q1, p2), _segment_closest(p1, q1, q2)])

@@ -77,6 +77,161 @@ def row_cost(jar: jax.Array, D: jax.Array, R: jax.Array, bounds: Bounds | None) 
     return jnp.sum(D * y * (jar - 0.5 * y))
 
 
+class Cones(NamedTuple):
+    """Elliptic friction cones (MuJoCo's cone="elliptic", condim 3): the last 3 n rows of J are
+    n contacts' (normal, tangent 1, tangent 2) rows, whose cost is MuJoCo's squared distance
+    to the cone in the space U = (mu jar_n, f jar_t1, f jar_t2): zero inside the cone
+    N >= mu T (N = U_n, T = |U_t|), quadratic 1/2 sum D jar^2 inside its dual (mu N + T <= 0),
+    and 1/2 Dm (N - mu T)^2 between, Dm = D_n / (mu^2 (1 + mu^2)). Slots with `on` False are
+    frictionless: their normal row is an ordinary inequality and their tangent rows carry
+    nothing."""
+
+    mu: jax.Array  # [n] friction / sqrt(impratio) (MuJoCo's con->mu)
+    friction: jax.Array  # [n] sliding friction (the tangent rows' coefficient)
+    on: jax.Array  # [n] bool: frictional (condim 3)
+
+
+def _cone_geometry(jar3: jax.Array, cones: Cones) -> tuple:
+    """(U [n, 3], N, T, zones top/bottom/middle) of the cones' rows jar3 [n, 3]."""
+    scale = jnp.stack([cones.mu, cones.friction, cones.friction], axis=-1)
+    u = scale * jar3
+    t2 = jnp.sum(u[:, 1:] ** 2, axis=-1)
+    t = jnp.where(t2 > 0.0, jnp.sqrt(jnp.where(t2 > 0.0, t2, 1.0)), 0.0)  # (finite gradient)
+    n = u[:, 0]
+    top = n >= cones.mu * t  # (T = 0 and N >= 0 included)
+    bottom = ~top & (cones.mu * n + t <= 0.0)  # (T = 0 and N < 0 included)
+    return scale, u, n, t, top, bottom, ~top & ~bottom
+
+
+def _cone_mass(D3: jax.Array, cones: Cones) -> jax.Array:
+    return D3[:, 0] / (cones.mu**2 * (1.0 + cones.mu**2))
+
+
+def _unit_tangent(u: jax.Array, n: jax.Array, t: jax.Array, middle: jax.Array) -> tuple:
+    """(e = U_t / T, r = N / T) between the zones (where T > 0), written so that nothing
+    divides by a power of a tiny T (float32: T^3 underflows)."""
+    ts = jnp.where(middle, t, 1.0)
+    return u[:, 1:] / ts[:, None], n / ts
+
+
+def cone_forces(jar3: jax.Array, D3: jax.Array, cones: Cones) -> jax.Array:
+    """[n, 3] row forces (normal, t1, t2) of the cones at jar3, -d cost / d jar."""
+    _, u, n, t, _, bottom, middle = _cone_geometry(jar3, cones)
+    e, _ = _unit_tangent(u, n, t, middle)
+    normal = -_cone_mass(D3, cones) * (n - cones.mu * t) * cones.mu
+    tangent = -normal[:, None] * e * cones.friction[:, None]
+    between = jnp.concatenate([normal[:, None], tangent], axis=-1)
+    force = jnp.where(bottom[:, None], -D3 * jar3, jnp.where(middle[:, None], between, 0.0))
+    frictionless = jnp.zeros_like(jar3).at[:, 0].set(-D3[:, 0] * jnp.minimum(jar3[:, 0], 0.0))
+    return jnp.where(cones.on[:, None], force, frictionless)
+
+
+def cone_cost(jar3: jax.Array, D3: jax.Array, cones: Cones) -> jax.Array:
+    """The cones' summed cost at jar3 [n, 3]."""
+    _, _, n, t, _, bottom, middle = _cone_geometry(jar3, cones)
+    s = n - cones.mu * t
+    cost = jnp.where(
+        bottom,
+        0.5 * jnp.sum(D3 * jar3**2, axis=-1),
+        jnp.where(middle, 0.5 * _cone_mass(D3, cones) * s * s, 0.0),
+    )
+    frictionless = 0.5 * D3[:, 0] * jnp.minimum(jar3[:, 0], 0.0) ** 2
+    return jnp.sum(jnp.where(cones.on, cost, frictionless))
+
+
+def cone_hessians(jar3: jax.Array, D3: jax.Array, cones: Cones) -> jax.Array:
+    """[n, 3, 3] each cone's cost Hessian in jar (MuJoCo's contact H; PSD)."""
+    scale, u, n, t, _, bottom, middle = _cone_geometry(jar3, cones)
+    mu = cones.mu
+    e, r = _unit_tangent(u, n, t, middle)
+    corner = -mu[:, None] * e  # d2 / dN dU_t
+    tangent = (mu * r)[:, None, None] * e[:, :, None] * e[:, None, :] + (mu * mu - mu * r)[
+        :, None, None
+    ] * jnp.eye(2)
+    h_u = jnp.concatenate(
+        [
+            jnp.concatenate([jnp.ones_like(mu)[:, None, None], corner[:, None, :]], axis=2),
+            jnp.concatenate([corner[:, :, None], tangent], axis=2),
+        ],
+        axis=1,
+    )
+    h_mid = _cone_mass(D3, cones)[:, None, None] * scale[:, :, None] * h_u * scale[:, None, :]
+    h_quad = jax.vmap(jnp.diag)(D3)
+    h = jnp.where(bottom[:, None, None], h_quad, jnp.where(middle[:, None, None], h_mid, 0.0))
+    frictionless = jax.vmap(jnp.diag)(D3 * jnp.array([1.0, 0.0, 0.0]) * (jar3[:, :1] < 0.0))
+    return jnp.where(cones.on[:, None, None], h, frictionless)
+
+
+def _cone_line_derivatives(
+    jar3: jax.Array, jd3: jax.Array, D3: jax.Array, cones: Cones
+) -> tuple[jax.Array, jax.Array]:
+    """(d cost / da, d2 cost / da2) of the cones along jar3 + a jd3, at a = 0."""
+    scale, u, n, t, _, bottom, middle = _cone_geometry(jar3, cones)
+    v = scale * jd3
+    e, r = _unit_tangent(u, n, t, middle)
+    dt = jnp.sum(e * v[:, 1:], axis=-1)  # dT/da
+    dm, s = _cone_mass(D3, cones), n - cones.mu * t
+    ds = v[:, 0] - cones.mu * dt
+    # s T'' = (s / T) (|V_t|^2 - T'^2), s / T = r - mu
+    s_ddt = (r - cones.mu) * (jnp.sum(v[:, 1:] ** 2, axis=-1) - dt * dt)
+    g = jnp.where(
+        bottom,
+        jnp.sum(D3 * jar3 * jd3, axis=-1),
+        jnp.where(middle, dm * s * ds, 0.0),
+    )
+    h = jnp.where(
+        bottom,
+        jnp.sum(D3 * jd3 * jd3, axis=-1),
+        jnp.where(middle, dm * (ds * ds - cones.mu * s_ddt), 0.0),
+    )
+    closed = jar3[:, 0] < 0.0
+    g = jnp.where(cones.on, g, D3[:, 0] * jnp.minimum(jar3[:, 0], 0.0) * jd3[:, 0])
+    h = jnp.where(cones.on, h, jnp.where(closed, D3[:, 0] * jd3[:, 0] ** 2, 0.0))
+    return jnp.sum(g), jnp.sum(h)
+
+
+ConeRows = tuple[jax.Array, Cones]
+"""(D3 [n, 3], cones): the cone rows' D and the cones, split off the row-wise rows."""
+
+
+def _last3(x: jax.Array, D3: jax.Array) -> jax.Array:
+    """The cone rows of a full row vector x, as [n, 3] (the cones' rows come last)."""
+    k = D3.size
+    return x[x.shape[0] - k :].reshape(-1, 3)
+
+
+def split_cones(D: jax.Array, cones: Cones | None) -> tuple[jax.Array, ConeRows | None]:
+    """(D of the row-wise rows, cone rows zeroed; the cone rows) for `cones` (None: none)."""
+    if cones is None:
+        return D, None
+    k = 3 * cones.mu.shape[0]
+    start = D.shape[0] - k
+    return D.at[start:].set(0.0), (D[start:].reshape(-1, 3), cones)
+
+
+def _neg_forces(
+    jar: jax.Array, D: jax.Array, R: jax.Array, bounds: Bounds | None, cone_rows: ConeRows | None
+) -> jax.Array:
+    """-efc_force at jar: row-wise rows -D jar clipped to bounds, then the cones' rows."""
+    out = D * _clipped_jar(jar, R, bounds)
+    if cone_rows is None:
+        return out
+    D3, cones = cone_rows
+    return out.at[out.shape[0] - D3.size :].set(-cone_forces(_last3(jar, D3), D3, cones).ravel())
+
+
+def total_cost(
+    jar: jax.Array, D: jax.Array, R: jax.Array, bounds: Bounds | None, cones: Cones | None
+) -> jax.Array:
+    """The constraint cost at jar: row-wise rows (row_cost) and cones (cone_cost)."""
+    D, cone_rows = split_cones(D, cones)
+    cost = row_cost(jar, D, R, bounds)
+    if cone_rows is None:
+        return cost
+    D3, cones = cone_rows
+    return cost + cone_cost(_last3(jar, D3), D3, cones)
+
+
 class SolverResult(NamedTuple):
     """Output of :func:`solve`."""
 
@@ -222,9 +377,11 @@ class _Line(NamedTuple):
     bounds: Bounds | None
     dMr: jax.Array
     dMd: jax.Array
+    cones: ConeRows | None = None
 
     def derivatives(self, a: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """(phi'(a), phi''(a)), the second on the linear piece holding a."""
+        """(phi'(a), phi''(a)), the second on the linear piece holding a (with cones: their
+        exact curvature at a)."""
         j = self.jar + a * self.jd
         act = jnp.where(_unsaturated(j, self.R, self.bounds), self.D, 0.0)
         g = (
@@ -232,7 +389,12 @@ class _Line(NamedTuple):
             + a * self.dMd
             + jnp.sum(self.D * _clipped_jar(j, self.R, self.bounds) * self.jd)
         )
-        return g, self.dMd + jnp.sum(act * self.jd * self.jd)
+        h = self.dMd + jnp.sum(act * self.jd * self.jd)
+        if self.cones is not None:
+            D3, cones = self.cones
+            cg, ch = _cone_line_derivatives(_last3(j, D3), _last3(self.jd, D3), D3, cones)
+            g, h = g + cg, h + ch
+        return g, h
 
 
 def _line_search(line: _Line) -> jax.Array:
@@ -266,12 +428,13 @@ def _line_search(line: _Line) -> jax.Array:
     return jnp.maximum(probe - g_probe / slope, 0.0)
 
 
-def _line_search_newton(line: _Line, steps: int = 6) -> jax.Array:
+def _line_search_newton(line: _Line, steps: int = 6, start: float = 0.0) -> jax.Array:
     """Minimizer a >= 0 of phi along a descent direction in O(nc) per step (not O(nc^2)).
 
     Safeguarded 1-D Newton on the piecewise linear, increasing phi'(a): each step jumps to the
     root of phi' on the current linear piece (exact once the piece holding the root is hit),
-    falling back to bisection of the bracket [lo, hi] (phi'(lo) <= 0 < phi'(hi)).
+    falling back to bisection of the bracket [lo, hi] (phi'(lo) <= 0 < phi'(hi)), from a =
+    `start`.
     """
     line = line._replace(dMd=jnp.maximum(line.dMd, MINVAL))
 
@@ -287,9 +450,17 @@ def _line_search_newton(line: _Line, steps: int = 6) -> jax.Array:
 
     zero = jnp.zeros_like(line.dMr)
     a, lo, hi = jax.lax.fori_loop(
-        0, steps, body, (zero, zero, jnp.full_like(line.dMr, jnp.inf)), unroll=True
+        0, steps, body, (zero + start, zero, jnp.full_like(line.dMr, jnp.inf)), unroll=True
     )
     return jnp.clip(a, lo, hi)
+
+
+def _line_search_cone(line: _Line) -> jax.Array:
+    """The line search with elliptic cones: phi' is smooth but its slope jumps where a cone
+    changes zone (by orders of magnitude with a large impratio), so the 1-D Newton starts
+    from the full Newton step a = 1 and takes more steps (from a = 0 it crept towards a
+    distant minimum for several outer iterations)."""
+    return _line_search_newton(line, steps=10, start=1.0)
 
 
 UnitRows = tuple[np.ndarray, np.ndarray]  # (dof [nu], sign [nu]): rows sign * e_dof
@@ -323,6 +494,7 @@ def solve(
     line_search: str = "exact",
     unit_rows: UnitRows | None = None,
     bounds: Bounds | None = None,
+    cones: Cones | None = None,
 ) -> SolverResult:
     """Constrained acceleration and row forces (fixed-count Newton, implicit derivatives).
 
@@ -335,6 +507,8 @@ def solve(
     before those of ``J``: aref, R, mask and efc_force then cover them first; their products
     are a constant matrix product (shared by all worlds) and a diagonal term of H.
     ``bounds`` (lo, hi) per row bound its force (default: inequality rows, [0, inf)).
+    ``cones``: the last rows are elliptic friction cones (:class:`Cones`); their Hessian
+    blocks join H, and the line search is the 1-D Newton one.
 
     Each Newton step costs one J x, one J^T f, one J^T D J and a Cholesky of H: J qacc - aref
     and M (qacc - qacc_smooth) are carried and updated along the step, not recomputed.
@@ -346,42 +520,53 @@ def solve(
     magnitude. The warm start has no derivative (the minimizer does not depend on it). The
     row forces come from the jar the Newton steps carry, with its derivative from d qacc.
     """
-    search = {"exact": _line_search, "newton": _line_search_newton}[line_search]
+    if cones is not None:
+        line_search = "cone"  # the cones' cost is not piecewise quadratic
+    search = {"exact": _line_search, "newton": _line_search_newton, "cone": _line_search_cone}[
+        line_search
+    ]
     # a numpy constant: the custom_jvp functions below must not close over traced values
     e = unit_matrix(unit_rows, M.shape[-1]).astype(M.dtype)
     nu = e.shape[0]
-    D = jnp.where(mask, 1.0 / R, 0.0)
+    D, cone_rows = split_cones(jnp.where(mask, 1.0 / R, 0.0), cones)
     x0 = qacc_smooth if qacc_init is None else qacc_init
 
     def rows_t(J: jax.Array, f: jax.Array) -> jax.Array:  # J_full^T f
         return f[:nu] @ e + J.T @ f[nu:]
 
-    def hessian(M, J, D, R, bounds, jar):  # noqa: ANN001, ANN202
+    def hessian(M, J, D, R, bounds, cone_rows, jar):  # noqa: ANN001, ANN202
         act = jnp.where(_unsaturated(jar, R, bounds), D, 0.0)
         # J^T diag(act) J as a broadcast product and sum: XLA:CPU fuses it across worlds
-        return (
+        h = (
             M
             + jnp.diag(act[:nu] @ (e * e))
             + jnp.sum(J[:, :, None] * (act[nu:, None, None] * J[:, None, :]), axis=0)
         )
+        if cone_rows is None:
+            return h
+        D3, cones = cone_rows
+        jc = J[J.shape[0] - D3.size :].reshape(-1, 3, J.shape[1])
+        blocks = cone_hessians(_last3(jar, D3), D3, cones)
+        return h + jnp.einsum("cin,cij,cjm->nm", jc, blocks, jc)
 
-    def gradient(M, qacc_smooth, J, aref, D, R, bounds, qacc):  # noqa: ANN001, ANN202
+    def gradient(M, qacc_smooth, J, aref, D, R, bounds, cone_rows, qacc):  # noqa: ANN001, ANN202
         """grad f at qacc: zero at the minimizer."""
         jar = row_values(J, unit_rows, qacc) - aref
-        return M @ (qacc - qacc_smooth) + rows_t(J, D * _clipped_jar(jar, R, bounds))
+        return M @ (qacc - qacc_smooth) + rows_t(J, _neg_forces(jar, D, R, bounds, cone_rows))
 
     @jax.custom_jvp
-    def minimize(M, qacc_smooth, J, aref, D, R, bounds, x0):  # noqa: ANN001, ANN202
+    def minimize(M, qacc_smooth, J, aref, D, R, bounds, cone_rows, x0):  # noqa: ANN001, ANN202
         """(qacc, jar) at the minimizer, jar = J_full qacc - aref as carried by the steps."""
 
         def newton(_: int, carry: tuple) -> tuple:
             qacc, jar, resid = carry
-            grad = resid + rows_t(J, D * _clipped_jar(jar, R, bounds))
+            grad = resid + rows_t(J, _neg_forces(jar, D, R, bounds, cone_rows))
             step = -jax.scipy.linalg.cho_solve(
-                jax.scipy.linalg.cho_factor(hessian(M, J, D, R, bounds, jar)), grad
+                jax.scipy.linalg.cho_factor(hessian(M, J, D, R, bounds, cone_rows, jar)), grad
             )
             jd, m_step = row_values(J, unit_rows, step), M @ step
-            alpha = search(_Line(jar, jd, D, R, bounds, step @ resid, step @ m_step))
+            line = _Line(jar, jd, D, R, bounds, step @ resid, step @ m_step, cone_rows)
+            alpha = search(line)
             return qacc + alpha * step, jar + alpha * jd, resid + alpha * m_step
 
         init = (x0, row_values(J, unit_rows, x0) - aref, M @ (x0 - qacc_smooth))
@@ -393,8 +578,8 @@ def solve(
         qacc, jar = minimize(*primals)
         inputs, d_inputs = primals[:-1], tangents[:-1]
         _, dg = jax.jvp(lambda *a: gradient(*a, qacc), inputs, d_inputs)
-        M, _, J, aref, D, R, bounds = inputs
-        H = hessian(M, J, D, R, bounds, jar)
+        M, _, J, aref, D, R, bounds, cone_rows = inputs
+        H = hessian(M, J, D, R, bounds, cone_rows, jar)
         d_qacc = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), dg)
         _, d_jar = jax.jvp(
             lambda J, aref, qacc: row_values(J, unit_rows, qacc) - aref,
@@ -403,6 +588,6 @@ def solve(
         )
         return (qacc, jar), (d_qacc, d_jar)
 
-    qacc, jar = minimize(M, qacc_smooth, J, aref, D, R, bounds, x0)
-    force = -D * _clipped_jar(jar, R, bounds)
+    qacc, jar = minimize(M, qacc_smooth, J, aref, D, R, bounds, cone_rows, x0)
+    force = -_neg_forces(jar, D, R, bounds, cone_rows)
     return SolverResult(qacc, rows_t(J, force), force)

@@ -8,7 +8,9 @@ Static part (numpy, from the System's static fields, once per model/trace):
   its weld parent (unless one is the world), ``<contact><exclude>`` body pairs; geom1 has the
   lower type, as MuJoCo orders pairs;
 - each pair's fixed number of contact slots (:func:`physics.collision.num_contacts`) and its
-  condim (1: frictionless, one row; 3: pyramidal cone, four rows);
+  condim (1: frictionless, the normal row; 3: with friction, MuJoCo's pyramidal cone as four
+  edge rows, or with ``cone="elliptic"`` the normal and two tangent rows whose joint cost is
+  the elliptic cone's, :class:`physics.constraints.Cones`);
 - the limited hinge/slide joints (two rows each: lower, upper).
 
 Per substep (traced, branchless): every candidate pair is collided (one vmapped call per pair
@@ -397,6 +399,27 @@ def _collide_all(
     return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
 
 
+MINMU = 1e-5  # mjMINMU: friction coefficients are at least this
+
+
+def rows_per_contact(sys: System) -> int:
+    """Rows of a contact slot: the 4 edges of the pyramidal cone, or the elliptic cone's
+    normal and two tangents."""
+    return 3 if sys.cone == "elliptic" else 4
+
+
+class ContactRows(NamedTuple):
+    """What the contact rows were built from, for the solve and its contact forces."""
+
+    collision: ContactState  # all slots (pos: the active slots' points)
+    mu: jax.Array  # [nsel] sliding friction of the solved slots `sel`
+    frictionless: jax.Array  # [nsel] condim 1
+    active: jax.Array  # [ncon]
+    sel: jax.Array | np.ndarray  # the solved slots
+    impedance_pos: jax.Array | None  # elliptic: every row's impedance from its contact's pos
+    cones: con.Cones | None  # elliptic cones of the solved slots
+
+
 def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
     """Constraint rows: (J, unit rows, pos - margin, mask, diag, solref, solimp, equality rows,
     contact extras).
@@ -488,24 +511,36 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         if np.any(lay.slot_b1 != 0):
             jac = jac - kinematics.point_jacobian(sys, kin, cpos, lay.slot_b1)[:, 3:]
         jac, frame, mu_s, c1 = jac[sel], c.frame[sel], mu[sel], jnp.asarray(lay.slot_condim1)[sel]
-        J = jax.vmap(con.pyramid_jacobian)(jac, frame, mu_s)  # [nsel, 4, nv]
         tran = sys.body_invweight0[lay.slot_b1, 0] + sys.body_invweight0[lay.slot_b2, 0]
         tran = tran[sel]
-        diag = jax.vmap(con.pyramid_diag_approx, (0, 0, None))(tran, mu_s, sys.impratio)
-        rows_ok = jnp.ones((len(sel), 4), bool)
+        pos = jnp.where(active, c.dist - margin, 0.0)[sel]
+        k = rows_per_contact(sys)
+        cones = None
+        if sys.cone == "elliptic":  # rows normal, t1, t2; friction rows at position 0
+            J = jnp.einsum("cij,cjn->cin", frame, jac)
+            diag = tran[:, None] * jnp.array([1.0, 1.0 / sys.impratio, 1.0 / sys.impratio])
+            row_pos = pos[:, None] * jnp.array([1.0, 0.0, 0.0])
+            imp_pos = jnp.repeat(pos, k)  # one impedance per contact, from its distance
+            mu_s = jnp.maximum(mu_s, MINMU)
+            cones = con.Cones(mu_s / jnp.sqrt(sys.impratio), mu_s, ~c1)
+        else:
+            J = jax.vmap(con.pyramid_jacobian)(jac, frame, mu_s)  # [nsel, 4, nv]
+            diag = jax.vmap(con.pyramid_diag_approx, (0, 0, None))(tran, mu_s, sys.impratio)
+            row_pos = jnp.repeat(pos[:, None], k, axis=1)
+            imp_pos = None
+        rows_ok = jnp.ones((len(sel), k), bool)
         if np.any(lay.slot_condim1):
             jn = jnp.einsum("ci,cin->cn", frame[:, 0], jac)
             J = jnp.where(c1[:, None, None], jn[:, None, :], J)
             diag = jnp.where(c1[:, None], tran[:, None], diag)
-            rows_ok = rows_ok & ~(c1[:, None] & (jnp.arange(4) > 0))
-        pos = jnp.where(active, c.dist - margin, 0.0)[sel]
+            rows_ok = rows_ok & ~(c1[:, None] & (jnp.arange(k) > 0))
         Js.append(J.reshape(-1, nv))
-        poss.append(jnp.repeat(pos, 4))
+        poss.append(row_pos.reshape(-1))
         masks.append((active[sel][:, None] & rows_ok).reshape(-1))
         diags.append(diag.reshape(-1))
-        refs.append(jnp.repeat(solref[sel], 4, axis=0))
-        imps.append(jnp.repeat(solimp[sel], 4, axis=0))
-        contact = (c._replace(pos=cpos), mu_s, c1, active, sel)
+        refs.append(jnp.repeat(solref[sel], k, axis=0))
+        imps.append(jnp.repeat(solimp[sel], k, axis=0))
+        contact = ContactRows(c._replace(pos=cpos), mu_s, c1, active, sel, imp_pos, cones)
     cat = jnp.concatenate
     J = cat(Js) if Js else jnp.zeros((0, nv), state.qd.dtype)
     unit_rows = (np.concatenate(unit_dofs), np.concatenate(unit_signs)) if unit_dofs else None
@@ -534,11 +569,12 @@ def _cost(
     D: jax.Array,
     R: jax.Array,
     bounds: con.Bounds | None,
+    cones: con.Cones | None,
     qacc: jax.Array,
 ) -> jax.Array:
     dq = qacc - qacc_smooth
     jar = con.row_values(J, unit_rows, qacc) - aref
-    return 0.5 * dq @ M @ dq + con.row_cost(jar, D, R, bounds)
+    return 0.5 * dq @ M @ dq + con.total_cost(jar, D, R, bounds, cones)
 
 
 @math.full_precision
@@ -563,6 +599,10 @@ def solve_constraints(
     imp_pos = None
     if eq is not None:  # impedance from each constraint's whole violation
         imp_pos = pos.at[lay.eq_rows].set(eq.impedance_pos)
+    if contact is not None and contact.impedance_pos is not None:  # the contacts' rows: last
+        imp_pos = pos if imp_pos is None else imp_pos
+        imp_pos = imp_pos.at[len(pos) - len(contact.impedance_pos) :].set(contact.impedance_pos)
+    cones = None if contact is None else contact.cones
     aref, R = con.soft_rows(pos, vel, diag, solref, solimp, sys.timestep, imp_pos)
     if eq is not None:
         aref = aref.at[lay.eq_rows].add(-eq.jdot_qd)
@@ -584,8 +624,8 @@ def solve_constraints(
             for k in (1, 2)
         )
     warm = state.qacc
-    use_warm = _cost(mass, qacc_smooth, J, unit, aref, D, R, bounds, warm) < _cost(
-        mass, qacc_smooth, J, unit, aref, D, R, bounds, qacc_smooth
+    use_warm = _cost(mass, qacc_smooth, J, unit, aref, D, R, bounds, cones, warm) < _cost(
+        mass, qacc_smooth, J, unit, aref, D, R, bounds, cones, qacc_smooth
     )
     x0 = jnp.where(use_warm, warm, qacc_smooth)
     res = con.solve(
@@ -600,12 +640,18 @@ def solve_constraints(
         line_search=LINE_SEARCH if bounds is None else "exact",
         unit_rows=unit,
         bounds=bounds,
+        cones=cones,
     )
     if contact is None:
         return ConstraintResult(res.qfrc_constraint, res.qacc, empty, jnp.zeros((nb, 6), dtype))
-    c, mu_s, c1, active, sel = contact  # mu_s, c1: of the solved slots `sel`
-    f = res.efc_force[-4 * len(sel) :].reshape(len(sel), 4)  # the contacts' rows come last
-    local = jax.vmap(con.pyramid_force)(f, mu_s)
+    c, mu_s, c1 = contact.collision, contact.mu, contact.frictionless  # of the solved slots
+    active, sel = contact.active, contact.sel
+    k = rows_per_contact(sys)
+    f = res.efc_force[-k * len(sel) :].reshape(len(sel), k)  # the contacts' rows come last
+    if cones is not None:  # the rows are the force in the contact frame
+        local = f
+    else:
+        local = jax.vmap(con.pyramid_force)(f, mu_s)
     if np.any(lay.slot_condim1):  # frictionless: the normal row alone
         local = jnp.where(c1[:, None], f[:, :3] * jnp.array([1.0, 0.0, 0.0]), local)
     local = jnp.zeros((lay.ncon, 3), local.dtype).at[sel].set(local)

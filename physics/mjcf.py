@@ -5,7 +5,8 @@ geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits, d
 stiffness, armature, frictionloss), plane/sphere/capsule/ellipsoid/cylinder/box geoms,
 motor/position/velocity/general (fixed gain, affine bias, integrator/filter activation) on joints or
 tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
-a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), ``default`` classes
+a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), the pyramidal or
+elliptic friction cone, ``default`` classes
 with ``childclass``, ``contact/exclude``, sites, fixed tendons and spatial tendons (through
 sites and pulleys) with springs, dampers, limits and friction loss, and ``equality`` connect
 and weld (by bodies or sites), joint and tendon couplings. Purely visual or bookkeeping content
@@ -456,7 +457,11 @@ class _Loader:
             self.gravity = self.get_floats(o, a, "gravity", self.gravity, 3)
             self.iterations = int(a.get("iterations", self.iterations))
             self.cone = a.get("cone", self.cone)
+            if self.cone not in ("pyramidal", "elliptic"):
+                raise self.error(o, f"cone={self.cone!r} must be pyramidal or elliptic")
             self.impratio = float(a.get("impratio", self.impratio))
+            if not self.impratio > 0:
+                raise self.error(o, f"impratio={self.impratio!r} must be > 0")
             for key in _OPTION_ZERO:
                 if float(a.get(key, 0)) != 0:
                     raise self.error(o, f"unsupported option {key}={a[key]!r}")
@@ -1452,8 +1457,6 @@ class _Loader:
                 sys_, contact_pairs=tuple(p for p in sys_.contact_pairs if p not in dropped)
             )
         problems = contact.check_supported(sys_)
-        if self.cone != "pyramidal":
-            problems.append(f"cone={self.cone!r}: only the pyramidal cone is supported")
         if problems:
             raise self.error(None, "; ".join(problems))
         sys_ = dataclasses.replace(sys_, tendon_lengthspring=self.spring_lengths(sys_))

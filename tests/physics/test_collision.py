@@ -199,6 +199,29 @@ def test_parallel_capsules_two_contacts_like_mujoco(offset):
         np.testing.assert_allclose(ours.normal[j], c.frame[:3], atol=1e-3)
 
 
+@pytest.mark.parametrize("angle", [30.0, 90.0, 150.0])
+def test_crossing_capsules_normal_like_mujoco(angle):
+    """Coplanar capsules whose axes cross: the closest points coincide, and MuJoCo takes the
+    normal along the cross product of the axes (the finger of dm_control's finger task
+    presses into its spinner like this)."""
+    m = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><body><freejoint/><geom type="capsule" size="0.04 0.09"/></body>'
+        f'<body euler="0 {angle} 0"><freejoint/><geom type="capsule" size="0.03 0.05"/></body>'
+        "</worldbody></mujoco>"
+    )
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    pos = jnp.asarray(d.geom_xpos, jnp.float32)
+    mat = jnp.asarray(d.geom_xmat.reshape(-1, 3, 3), jnp.float32)
+    size = jnp.asarray(m.geom_size, jnp.float32)
+    ours = col.collide(3, 3, pos[0], mat[0], size[0], pos[1], mat[1], size[1])
+    assert d.ncon == 1
+    c = d.contact[0]
+    np.testing.assert_allclose(ours.dist[0], c.dist, atol=1e-5)
+    np.testing.assert_allclose(ours.pos[0], c.pos, atol=1e-5)
+    np.testing.assert_allclose(ours.frame[0], c.frame.reshape(3, 3), atol=1e-5)
+
+
 def test_upright_capsule_on_plane_frame_like_mujoco():
     """Capsule axis along the plane normal: MuJoCo's frame falls back to t1 = +x."""
     m = mujoco.MjModel.from_xml_string(
