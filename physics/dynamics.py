@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from physics import math, tendon
+from physics import kinematics, math, tendon
 from physics.kinematics import Kinematics
 from physics.system import JNT_HINGE, JNT_SLIDE, System
 
@@ -96,6 +96,19 @@ def next_activation(sys: System, act: jax.Array, ctrl: jax.Array, dt: jax.Array)
     return jnp.clip(act + rate * step, lo, hi)
 
 
+def site_moments(sys: System, kin: Kinematics) -> tuple[np.ndarray, jax.Array]:
+    """(actuators, moment arms [n, nv]) of the site actuators, as MuJoCo's mjTRN_SITE: the
+    gear wrench (force, torque) turned from the site's frame into the world's, through the
+    site's Jacobian."""
+    actuators, site, gear = (np.asarray(x) for x in zip(*sys.actuator_site, strict=True))
+    pos, mat = kinematics.site_frames(sys, kin)
+    body = np.asarray(sys.site_body, np.int32)[site]
+    jac = kinematics.point_jacobian(sys, kin, pos[site], body)  # [n, 6, nv]: angular, linear
+    torque = math.mat_vec(mat[site], jnp.asarray(gear[:, 3:], pos.dtype))
+    force = math.mat_vec(mat[site], jnp.asarray(gear[:, :3], pos.dtype))
+    return actuators, jnp.einsum("ni,nim->nm", jnp.concatenate([torque, force], -1), jac)
+
+
 @math.full_precision
 def actuator_force(
     sys: System,
@@ -109,10 +122,14 @@ def actuator_force(
     force = gain * input + bias . (1, length, velocity), clipped to forcerange, applied through
     the moment arms; input is ctrl, or act for an actuator with activation dynamics (`act`
     [na], the state's). A transmission's length is gear times its joint's position or its
-    tendon's length (physics.tendon), its moment arms gear times that length's Jacobian."""
+    tendon's length (physics.tendon), its moment arms gear times that length's Jacobian; a
+    site's length is 0 and its moment arms are its gear wrench's (`site_moments`)."""
     if sys.nu == 0:
         return jnp.zeros(sys.nv, sys.dof_damping.dtype)
     length, moment = tendon.lengths_and_jacobian(sys, kin, q, sys.actuator_transmission)
+    if sys.actuator_site:
+        actuators, rows = site_moments(sys, kin)
+        moment = jnp.asarray(moment, rows.dtype).at[actuators].set(rows)
     length = sys.actuator_gear * length
     velocity = sys.actuator_gear * tendon.mat_vec(moment, qd)
     ctrl = jnp.clip(ctrl, sys.actuator_ctrlrange[:, 0], sys.actuator_ctrlrange[:, 1])

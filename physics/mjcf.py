@@ -3,8 +3,8 @@
 Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis), ``inertial`` or inertia from
 geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits, damping,
 stiffness, armature, frictionloss), plane/sphere/capsule/ellipsoid/cylinder/box geoms,
-motor/position/velocity/general (fixed gain, affine bias, integrator/filter activation) on joints or
-tendons, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
+motor/position/velocity/general (fixed gain, affine bias, integrator/filter activation) on joints,
+tendons or sites, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
 a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), the pyramidal or
 elliptic friction cone, ``default`` classes
 with ``childclass``, ``contact/exclude``, sites, fixed tendons and spatial tendons (through
@@ -51,10 +51,11 @@ _GEOM_TYPES = {
 _ORIENT = ("quat", "euler", "axisangle", "xyaxes", "zaxis")
 _VISUAL = {"name", "class", "rgba", "material", "group", "user"}
 
-# Attributes every actuator element understands (joint or tendon transmission).
+# Attributes every actuator element understands (joint, tendon or site transmission).
 _ACTUATOR = {
     "joint",
     "tendon",
+    "site",
     "gear",
     "ctrlrange",
     "ctrllimited",
@@ -851,11 +852,25 @@ class _Loader:
                         m, f"unsupported actuator <{m.tag}> (one of {', '.join(_ACTUATOR_TAGS)})"
                     )
                 a = self.attrs(m, "main")
-                if ("joint" in a) == ("tendon" in a):
+                if sum(k in a for k in ("joint", "tendon", "site")) != 1:
                     raise self.error(
-                        m, "actuator needs one of joint or tendon (other transmissions unsupported)"
+                        m,
+                        "actuator needs one of joint, tendon or site (other transmissions "
+                        "unsupported)",
                     )
-                if "tendon" in a:
+                gear = self.get_floats(m, a, "gear", [1.0])
+                site = None
+                if "site" in a:
+                    sites = [x["name"] for x in self.sites]
+                    if a["site"] not in sites:
+                        raise self.error(m, f"unknown site {a['site']!r}")
+                    # a wrench in the site's frame: force gear[:3], torque gear[3:] (MuJoCo's
+                    # gear is 6 numbers, (1, 0, 0, 0, 0, 0) by default)
+                    wrench = np.concatenate([gear, np.zeros(6)])[:6]
+                    site = (sites.index(a["site"]), tuple(float(x) for x in wrench))
+                    target = {"path": S.NO_TENDON, "limited": False}
+                    gear = np.ones(1)
+                elif "tendon" in a:
                     if a["tendon"] not in self.tendons:
                         raise self.error(m, f"unknown tendon {a['tendon']!r}")
                     target = self.tendons[a["tendon"]]
@@ -868,7 +883,6 @@ class _Loader:
                             m, "actuators are supported on hinge and slide joints only"
                         )
                     target = {**target, "path": (((names.index(a["joint"]), 1.0),), ())}
-                gear = self.get_floats(m, a, "gear", [1.0])
                 if np.any(gear[1:] != 0):
                     raise self.error(
                         m, "only the first gear component applies to a joint or tendon"
@@ -901,6 +915,7 @@ class _Loader:
                     {
                         "name": a.get("name", ""),
                         "transmission": target["path"],
+                        "site": site,
                         "gear": float(gear[0]),
                         "gain": gain,
                         "bias": bias,
@@ -1407,6 +1422,9 @@ class _Loader:
             geom_condim=tuple(g["condim"] for g in self.geoms),
             geom_priority=tuple(g["priority"] for g in self.geoms),
             actuator_transmission=tuple(u["transmission"] for u in self.actuators),
+            actuator_site=tuple(
+                (i, *u["site"]) for i, u in enumerate(self.actuators) if u["site"] is not None
+            ),
             actuator_dyntype=tuple(u["dyntype"] for u in self.actuators),
             spring_tendons=tuple(t["path"] for t in self.spring_tendons),
             constrained_tendons=tuple(t["path"] for t in ctens),

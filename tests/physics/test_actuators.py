@@ -102,7 +102,9 @@ def test_actuator_forces_and_trajectory_match_mujoco():
         ('<position joint="j" dampratio="1"/>', "dampratio"),
         ('<cylinder joint="j"/>', "unsupported actuator <cylinder>"),
         ('<velocity tendon="nope"/>', "unknown tendon 'nope'"),
-        ('<motor joint="j" tendon="t"/>', "one of joint or tendon"),
+        ('<motor joint="j" tendon="t"/>', "one of joint, tendon or site"),
+        ('<motor site="nope"/>', "unknown site 'nope'"),
+        ('<motor site="s" refsite="s"/>', "refsite"),
         ('<position tendon="t" inheritrange="1"/>', "inheritrange needs a limited joint or tendon"),
     ],
 )
@@ -289,3 +291,63 @@ def test_unsupported_activation_is_named(attrs, needle):
     xml = ACTIVATION.replace('dyntype="filterexact" dynprm="0.02"', attrs)
     with pytest.raises(physics.MJCFError, match=needle):
         physics.load_mjcf(xml)
+
+
+# Actuators on sites (MuJoCo's site transmission): a quadrotor's rotors push along their
+# tilted sites' z axes with a drag torque, a yaw servo on a site damps by the site's angular
+# velocity, and a hinged arm is pushed at its tip along the site's x axis (the default gear).
+SITES_XML = """
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <body name="quad" pos="0 0 1"><freejoint/>
+      <geom type="box" size="0.1 0.1 0.02" mass="0.5"/>
+      <site name="r1" pos="0.1 0.1 0" euler="5 0 0"/>
+      <site name="r2" pos="-0.1 0.1 0" euler="0 5 0"/>
+      <site name="r3" pos="-0.1 -0.1 0" euler="-5 0 0"/>
+      <site name="r4" pos="0.1 -0.1 0" euler="0 -5 0"/>
+      <site name="imu" pos="0 0 0.01"/>
+    </body>
+    <body name="arm" pos="1 0 1"><joint type="hinge" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      <site name="tip" pos="0.3 0 0" euler="0 30 0"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor site="r1" gear="0 0 1 0 0 0.05" ctrlrange="0 5"/>
+    <motor site="r2" gear="0 0 1 0 0 -0.05" ctrlrange="0 5"/>
+    <motor site="r3" gear="0 0 1 0 0 0.05" ctrlrange="0 5"/>
+    <motor site="r4" gear="0 0 1 0 0 -0.05" ctrlrange="0 5"/>
+    <general site="imu" gear="0 0 0 0 0 1" gainprm="0.2" biastype="affine" biasprm="0 0 -0.5"/>
+    <motor site="tip" ctrlrange="-2 2"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def test_site_actuators_match_mujoco():
+    sys, m = physics.load_mjcf(SITES_XML), mujoco.MjModel.from_xml_string(SITES_XML)
+    d = mujoco.MjData(m)
+    force = jax.jit(
+        lambda q, qd, u: dynamics.actuator_force(
+            sys, kinematics.forward_kinematics(sys, q), q, qd, u
+        )
+    )
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        d.qpos[:] = m.qpos0 + 0.3 * rng.normal(size=m.nq)
+        d.qpos[3:7] /= np.linalg.norm(d.qpos[3:7])
+        d.qvel[:], d.ctrl[:] = rng.normal(size=m.nv), rng.uniform(-1, 4, m.nu)
+        mujoco.mj_forward(m, d)
+        np.testing.assert_allclose(
+            force(d.qpos, d.qvel, d.ctrl), d.qfrc_actuator, rtol=1e-5, atol=1e-5
+        )
+    # 200 steps of flight under uneven thrust and a swinging, pushed arm
+    mujoco.mj_resetData(m, d)
+    d.ctrl[:] = [1.3, 1.2, 1.25, 1.2, 0.3, 1.0]
+    state = jax.jit(physics.step, static_argnames="n_substeps")(
+        sys, physics.init(sys), jnp.asarray(d.ctrl), n_substeps=200
+    )
+    mujoco.mj_step(m, d, nstep=200)
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)

@@ -17,23 +17,23 @@ def x64():
         yield
 
 
-def _cones(rng: np.random.Generator, n: int, impratio: float) -> tuple:
-    """Random jar, D (MuJoCo's: D_t = D_n f^2 / mu^2) and cones, every zone represented."""
+def _cones(rng: np.random.Generator, n: int) -> tuple:
+    """Random jar, D (MuJoCo's: D_t = D_n f^2 / mu^2) and cones (impratio 1 or 10), every zone
+    represented."""
     jar3 = jnp.asarray(rng.normal(size=(n, 3)))
     friction = jnp.asarray(rng.uniform(0.2, 1.5, n))
-    mu = friction / np.sqrt(impratio)
+    mu = friction / np.sqrt(rng.choice([1.0, 10.0], n))
     d_n = jnp.asarray(rng.uniform(0.5, 3.0, n))
     D3 = jnp.stack([d_n, d_n * friction**2 / mu**2, d_n * friction**2 / mu**2], axis=-1)
     on = jnp.asarray(rng.random(n) < 0.8)  # some frictionless slots
     return jar3, D3, con.Cones(mu, friction, on)
 
 
-@pytest.mark.parametrize("impratio", [1.0, 10.0])
-def test_cone_forces_hessians_and_line_derivatives_are_the_costs(x64, impratio):
+def test_cone_forces_hessians_and_line_derivatives_are_the_costs(x64):
     """Forces are -d cost / d jar, Hessians its second derivative, and the line search's
     derivatives those of the cost along a direction (checked with autodiff, float64)."""
     rng = np.random.default_rng(0)
-    jar3, D3, cones = _cones(rng, 300, impratio)
+    jar3, D3, cones = _cones(rng, 200)
     one = lambda j, d, c: con.cone_cost(j[None], d[None], con.Cones(*(x[None] for x in c)))  # noqa: E731
     grad = jax.vmap(jax.grad(one))(jar3, D3, cones)
     hess = jax.vmap(jax.hessian(one))(jar3, D3, cones)
@@ -175,7 +175,10 @@ def test_finger_on_spinner_tracks_mujoco():
 
 
 def test_gradient_through_elliptic_contacts_is_finite():
-    sys = physics.load_mjcf(SCENE.format(impratio=1))
+    xml = """<mujoco><option cone="elliptic"/><worldbody><geom type="plane" size="5 5 0.1"/>
+    <body pos="0 0 0.05"><freejoint/><geom type="box" size="0.1 0.15 0.05"/></body>
+    </worldbody></mujoco>"""
+    sys = physics.load_mjcf(xml)
 
     def loss(v):
         state = physics.init(sys, qd=jnp.zeros(sys.nv).at[0].set(v))
