@@ -35,8 +35,8 @@ def test_cone_forces_hessians_and_line_derivatives_are_the_costs(x64):
     rng = np.random.default_rng(0)
     jar3, D3, cones = _cones(rng, 200)
     one = lambda j, d, c: con.cone_cost(j[None], d[None], con.Cones(*(x[None] for x in c)))  # noqa: E731
-    grad = jax.vmap(jax.grad(one))(jar3, D3, cones)
-    hess = jax.vmap(jax.hessian(one))(jar3, D3, cones)
+    grad = jax.jit(jax.vmap(jax.grad(one)))(jar3, D3, cones)  # jitted: one compile, not
+    hess = jax.jit(jax.vmap(jax.hessian(one)))(jar3, D3, cones)  # one per primitive
     np.testing.assert_allclose(con.cone_forces(jar3, D3, cones), -grad, atol=1e-12)
     np.testing.assert_allclose(con.cone_hessians(jar3, D3, cones), hess, atol=1e-10)
     _, _, n, t, top, bottom, middle = con._cone_geometry(jar3, cones)
