@@ -196,6 +196,7 @@ def site_frames(sys: System, kin: Kinematics) -> tuple[jax.Array, jax.Array]:
     )
 
 
+@math.full_precision
 def point_jacobian(
     sys: System, kin: Kinematics, point: jax.Array, body: int | np.ndarray
 ) -> jax.Array:

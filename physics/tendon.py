@@ -57,7 +57,8 @@ def lengths_and_jacobian(
     jacp = kinematics.point_jacobian(sys, kin, pos, body)[:, 3:]  # [n_sites, 3, nv]
     a, b = np.searchsorted(sites, site_a), np.searchsorted(sites, site_b)
     gap = pos[b] - pos[a]
-    dist = jnp.sqrt(jnp.sum(gap * gap, axis=-1))
+    sq = jnp.sum(gap * gap, axis=-1)
+    dist = jnp.where(sq > 0.0, jnp.sqrt(jnp.where(sq > 0.0, sq, 1.0)), 0.0)  # (finite gradient)
     unit = jnp.where(dist[:, None] > MINVAL, gap / jnp.maximum(dist, MINVAL)[:, None], 0.0)
     seg_jac = jnp.einsum("si,sin->sn", unit, jacp[b] - jacp[a])
     sum_to_tendon = np.zeros((len(tendons), len(segments)))
