@@ -416,13 +416,14 @@ class ContactRows(NamedTuple):
     frictionless: jax.Array  # [nsel] condim 1
     active: jax.Array  # [ncon]
     sel: jax.Array | np.ndarray  # the solved slots
-    impedance_pos: jax.Array | None  # elliptic: every row's impedance from its contact's pos
     cones: con.Cones | None  # elliptic cones of the solved slots
 
 
 def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
-    """Constraint rows: (J, unit rows, pos - margin, mask, diag, solref, solimp, equality rows,
-    contact extras).
+    """Constraint rows: (J, unit rows, pos - margin, impedance positions (None: pos), mask,
+    diag, solref, solimp, equality rows, contact extras). The impedance comes from pos except
+    where a constraint takes one for all its rows: an equality's whole violation, an elliptic
+    contact's distance (its friction rows sit at position 0).
 
     Friction-loss rows (one per dof with friction loss: position 0, always on) and joint-limit
     rows are unit rows (see :func:`physics.constraints.solve`), in that order, not part of J;
@@ -431,6 +432,7 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
     """
     kin, nv = state.kin, sys.nv
     Js, poss, masks, diags, refs, imps = [], [], [], [], [], []
+    own_impedance = {}  # block index in poss -> the positions its impedance comes from
     contact = eq = None
     unit_dofs, unit_signs = [], []
     if lay.nfric:
@@ -459,6 +461,7 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         eq = equality.rows(sys, kin, state.q, state.qd)
         Js.append(eq.J)
         poss.append(eq.pos)
+        own_impedance[len(poss) - 1] = eq.impedance_pos
         masks.append(jnp.ones(lay.neq, bool))
         diags.append(eq.diag)
         refs.append(eq.solref)
@@ -536,15 +539,20 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
             rows_ok = rows_ok & ~(c1[:, None] & (jnp.arange(k) > 0))
         Js.append(J.reshape(-1, nv))
         poss.append(row_pos.reshape(-1))
+        if imp_pos is not None:
+            own_impedance[len(poss) - 1] = imp_pos
         masks.append((active[sel][:, None] & rows_ok).reshape(-1))
         diags.append(diag.reshape(-1))
         refs.append(jnp.repeat(solref[sel], k, axis=0))
         imps.append(jnp.repeat(solimp[sel], k, axis=0))
-        contact = ContactRows(c._replace(pos=cpos), mu_s, c1, active, sel, imp_pos, cones)
+        contact = ContactRows(c._replace(pos=cpos), mu_s, c1, active, sel, cones)
     cat = jnp.concatenate
     J = cat(Js) if Js else jnp.zeros((0, nv), state.qd.dtype)
     unit_rows = (np.concatenate(unit_dofs), np.concatenate(unit_signs)) if unit_dofs else None
-    rows = cat(poss), cat(masks), cat(diags), cat(refs), cat(imps)
+    imp_pos = None  # positions the impedances come from, where a block has its own
+    if own_impedance:
+        imp_pos = cat([own_impedance.get(i, p) for i, p in enumerate(poss)])
+    rows = cat(poss), imp_pos, cat(masks), cat(diags), cat(refs), cat(imps)
     return J, unit_rows, *rows, eq, contact
 
 
@@ -594,14 +602,8 @@ def solve_constraints(
         return ConstraintResult(
             jnp.zeros_like(qfrc_smooth), qacc_smooth, empty, jnp.zeros((nb, 6), dtype)
         )
-    J, unit, pos, mask, diag, solref, solimp, eq, contact = _rows(sys, state, lay)
+    J, unit, pos, imp_pos, mask, diag, solref, solimp, eq, contact = _rows(sys, state, lay)
     vel = con.row_values(J, unit, state.qd)
-    imp_pos = None
-    if eq is not None:  # impedance from each constraint's whole violation
-        imp_pos = pos.at[lay.eq_rows].set(eq.impedance_pos)
-    if contact is not None and contact.impedance_pos is not None:  # the contacts' rows: last
-        imp_pos = pos if imp_pos is None else imp_pos
-        imp_pos = imp_pos.at[len(pos) - len(contact.impedance_pos) :].set(contact.impedance_pos)
     cones = None if contact is None else contact.cones
     aref, R = con.soft_rows(pos, vel, diag, solref, solimp, sys.timestep, imp_pos)
     if eq is not None:
