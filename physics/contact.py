@@ -335,11 +335,9 @@ def invweights(sys: System) -> tuple[jax.Array, ...]:
         for size in {0: (3, 3), JNT_BALL: (3,)}.get(int(t), (1,)):
             dof[adr : adr + size] = dm[adr : adr + size].mean()
             adr += size
-    eq = equality.invweight0(sys, body, dof, minv)
-    kin = kinematics.forward_kinematics(sys, sys.qpos0)
-    _, moment = tendon.lengths_and_jacobian(sys, kin, sys.qpos0, sys.constrained_tendons)
-    moment = np.asarray(moment, np.float64)
-    ten = np.einsum("tn,nm,tm->t", moment, minv, moment)
+    kin0 = kinematics.forward_kinematics(sys, sys.qpos0)
+    eq = equality.invweight0(sys, kin0, body, dof, minv)
+    ten = tendon.invweight0(sys, kin0, sys.constrained_tendons, minv)
     return tuple(jnp.asarray(x, jnp.float32) for x in (body, dof, eq, ten))
 
 

@@ -31,9 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from physics import kinematics, math
+from physics import kinematics, math, tendon
 from physics.system import EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD, NO_TENDON, System
-from physics.tendon import lengths_and_jacobian
 
 
 class EqualityRows(NamedTuple):
@@ -159,8 +158,8 @@ def rows(sys: System, kin: kinematics.Kinematics, q: jax.Array, qd: jax.Array) -
 def _sides(sys: System, kin: kinematics.Kinematics, q: jax.Array, idx: np.ndarray) -> tuple:
     """(value [n], Jacobian [n, nv]) of side 1 and side 2 of the couplings `idx` at `q`."""
     return (
-        lengths_and_jacobian(sys, kin, q, tuple(sys.eq_obj1[i] for i in idx)),
-        lengths_and_jacobian(sys, kin, q, tuple(sys.eq_obj2[i] for i in idx)),
+        tendon.lengths_and_jacobian(sys, kin, q, tuple(sys.eq_obj1[i] for i in idx)),
+        tendon.lengths_and_jacobian(sys, kin, q, tuple(sys.eq_obj2[i] for i in idx)),
     )
 
 
@@ -203,24 +202,26 @@ def compiled_data(sys: System, given: tuple[bool, ...]) -> np.ndarray:
 
 
 def invweight0(
-    sys: System, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, minv: np.ndarray
+    sys: System,
+    kin0: kinematics.Kinematics,
+    body_invweight0: np.ndarray,
+    dof_invweight0: np.ndarray,
+    minv: np.ndarray,
 ) -> np.ndarray:
     """[neq, 2] diagonal approximation of each equality's (translational, rotational) rows
     (MuJoCo's mj_diagApprox): the bodies' invweight0 (connect, weld); each joint's dof
-    invweight0, each tendon's J M^-1 J^T at qpos0 (couplings, `minv` = M^-1 there; column 0)."""
+    invweight0, each tendon's J M^-1 J^T at qpos0 (couplings: tendon.invweight0 with the
+    kinematics `kin0` and `minv` = M^-1 there; column 0)."""
     out = np.zeros((len(sys.eq_type), 2))
     connect, weld, coupling = split(sys)
     for idx in (connect, weld):
         if idx.size:
             b1, b2 = _bodies(sys, idx)
             out[idx] = body_invweight0[b1] + body_invweight0[b2]
-    kin = kinematics.forward_kinematics(sys, sys.qpos0)
     for i in coupling:
         for side in (s for s in (sys.eq_obj1[i], sys.eq_obj2[i]) if s != NO_TENDON):
             if sys.eq_type[i] == EQ_JOINT:  # side: (((joint, 1.0),), ())
                 out[i, 0] += dof_invweight0[sys.topology.jnt_dofadr[side[0][0][0]]]
             else:
-                _, jac = lengths_and_jacobian(sys, kin, sys.qpos0, (side,))
-                jac = np.asarray(jac[0], np.float64)
-                out[i, 0] += float(jac @ minv @ jac)
+                out[i, 0] += float(tendon.invweight0(sys, kin0, (side,), minv)[0])
     return out

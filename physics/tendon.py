@@ -67,6 +67,16 @@ def lengths_and_jacobian(
     return length, jac + math.static_matmul(sum_to_tendon, seg_jac)
 
 
+def invweight0(
+    sys: System, kin0: kinematics.Kinematics, tendons: tuple[TendonPath, ...], minv: np.ndarray
+) -> np.ndarray:
+    """[n] J M^-1 J^T of each tendon at qpos0 (kinematics `kin0`, `minv` = M^-1 there):
+    MuJoCo's tendon_invweight0, the diagonal approximation of its rows."""
+    _, jac = lengths_and_jacobian(sys, kin0, sys.qpos0, tendons)
+    jac = np.asarray(jac, np.float64)
+    return np.einsum("tn,nm,tm->t", jac, minv, jac)
+
+
 def mat_vec(jac: jax.Array | np.ndarray, x: jax.Array) -> jax.Array:
     """jac @ x, unrolled over jac's nonzero columns when it is a numpy constant (fixed
     tendons, joint actuators: the common case stays as cheap as a hand-written sum)."""
