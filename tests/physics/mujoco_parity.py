@@ -1,6 +1,12 @@
-"""Our constraint forces at a state set from MuJoCo's data, for parity tests."""
+"""Parity-test helpers: our constraint forces at a state set from MuJoCo's data, and our
+step driven side by side with MuJoCo's."""
+
+from collections.abc import Iterable
 
 import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
 
 import physics
 from physics import dynamics
@@ -15,3 +21,23 @@ def constraint_force_at(
     state = physics.init(sys, q, qd)
     mass = dynamics.mass_matrix(sys, state.kin)
     return physics.constraint_force(sys, state, mass, smooth_force(sys, state, ctrl))
+
+
+_step = jax.jit(physics.step, static_argnames="n_substeps")
+
+
+def drive_alongside(
+    sys: physics.System,
+    m: mujoco.MjModel,
+    d: mujoco.MjData,
+    controls: Iterable[np.ndarray],
+    substeps: int,
+) -> physics.State:
+    """From MuJoCo's d as it is (positions, velocities), apply each control for `substeps`
+    steps in MuJoCo (d advances in place) and in our engine; returns our final state."""
+    state = physics.init(sys, d.qpos, d.qvel)
+    for ctrl in controls:
+        d.ctrl[:] = ctrl
+        mujoco.mj_step(m, d, nstep=substeps)
+        state = _step(sys, state, jnp.asarray(ctrl), n_substeps=substeps)
+    return state

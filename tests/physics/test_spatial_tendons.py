@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
-from mujoco_parity import constraint_force_at
+from mujoco_parity import constraint_force_at, drive_alongside
 
 import physics
 from physics import kinematics, tendon
@@ -163,12 +163,8 @@ def test_spatial_tendon_limits_and_friction_match_mujoco():
     assert {T.mjCNSTR_LIMIT_TENDON, T.mjCNSTR_FRICTION_TENDON} <= kinds
 
     mujoco.mj_resetData(m, d)
-    state, step = physics.init(sys), jax.jit(physics.step, static_argnames="n_substeps")
-    for _ in range(20):  # 200 driven steps
-        ctrl = rng.uniform(-1, 1, m.nu)
-        d.ctrl[:] = ctrl
-        mujoco.mj_step(m, d, nstep=10)
-        state = step(sys, state, jnp.asarray(ctrl), n_substeps=10)
+    controls = [rng.uniform(-1, 1, m.nu) for _ in range(20)]
+    state = drive_alongside(sys, m, d, controls, 10)  # 200 driven steps
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
     np.testing.assert_allclose(state.qd, d.qvel, atol=2e-3)
 
@@ -277,11 +273,7 @@ def test_actuators_and_equalities_on_spatial_tendons_match_mujoco():
         got = constraint_force_at(sys, d.qpos, d.qvel, d.ctrl)
         np.testing.assert_allclose(got, expected, atol=2e-4 * max(np.abs(expected).max(), 1))
     mujoco.mj_resetData(m, d)
-    state, step = physics.init(sys), jax.jit(physics.step, static_argnames="n_substeps")
-    for i in range(20):  # 200 driven steps
-        ctrl = np.array([2 * np.sin(i / 3), 0.22 + 0.08 * np.cos(i / 4)])
-        d.ctrl[:] = ctrl
-        mujoco.mj_step(m, d, nstep=10)
-        state = step(sys, state, jnp.asarray(ctrl), n_substeps=10)
+    controls = [np.array([2 * np.sin(i / 3), 0.22 + 0.08 * np.cos(i / 4)]) for i in range(20)]
+    state = drive_alongside(sys, m, d, controls, 10)  # 200 driven steps
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
     np.testing.assert_allclose(state.qd, d.qvel, atol=2e-3)

@@ -1,11 +1,9 @@
 """Fixed-tendon limits and friction loss against MuJoCo."""
 
-import jax
-import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
-from mujoco_parity import constraint_force_at
+from mujoco_parity import constraint_force_at, drive_alongside
 
 import physics
 
@@ -62,12 +60,8 @@ def test_tendon_limit_and_friction_match_mujoco():
     assert {T.mjCNSTR_LIMIT_TENDON, T.mjCNSTR_FRICTION_TENDON} <= kinds
 
     d = mujoco.MjData(m)
-    state, step = physics.init(sys), jax.jit(physics.step, static_argnames="n_substeps")
-    for _ in range(20):  # 200 steps, driven
-        ctrl = rng.uniform(-1, 1, m.nu)
-        d.ctrl[:] = ctrl
-        mujoco.mj_step(m, d, nstep=10)
-        state = step(sys, state, jnp.asarray(ctrl), n_substeps=10)
+    controls = [rng.uniform(-1, 1, m.nu) for _ in range(20)]
+    state = drive_alongside(sys, m, d, controls, 10)  # 200 steps, driven
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
     np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
 
