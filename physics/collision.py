@@ -1,5 +1,5 @@
 """Narrow-phase collision of primitive geoms (plane, sphere, capsule, ellipsoid, cylinder,
-box), MuJoCo-compatible.
+box) and of meshes against planes, MuJoCo-compatible.
 
 Every geom is given in the world frame by its position ``pos`` [3], rotation ``mat`` [3, 3]
 (columns are the local axes) and MuJoCo ``size`` [3]: sphere (radius, -, -), capsule and
@@ -18,6 +18,9 @@ plane-sphere       1      exact (as MuJoCo)
 plane-capsule      2      the two end spheres (as MuJoCo)
 plane-box          4      first 4 corners below the plane in MuJoCo's corner order
 plane-ellipsoid    1      exact (as MuJoCo): the ellipsoid's support point
+plane-mesh         4      as MuJoCo 4.0: the convex hull's vertex deepest below the plane
+                          and up to three more of the hull face around it that faces the
+                          plane most directly (the four of most area)
 plane-cylinder     4      exact (as MuJoCo): the nearest rim points of both caps, and two
                           more on the nearer cap's rim (a triangle with the first)
 sphere-sphere      1      exact; coincident centres get normal +x (as MuJoCo)
@@ -38,8 +41,8 @@ capsule-cylinder   1      the deepest point of the segment in the cylinder SDF
 box-box            8      approximation: corners of each box against the other box's
                           SDF, the 8 deepest kept; edge-edge crossings are missed
 =================  =====  =========================================================
-Other pairs with a cylinder (cylinder-cylinder, cylinder-box) or an ellipsoid (anything but a
-plane) have no function here.
+Other pairs with a cylinder (cylinder-cylinder, cylinder-box), an ellipsoid or a mesh
+(anything but a plane) have no function here.
 
 Conventions follow MuJoCo's ``mjContact``: ``dist`` is signed (negative = penetration),
 ``pos`` is midway between the two surfaces, ``frame`` rows are (normal, tangent1, tangent2)
@@ -56,11 +59,13 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from physics.mesh import Hull
 from physics.system import (
     GEOM_BOX,
     GEOM_CAPSULE,
     GEOM_CYLINDER,
     GEOM_ELLIPSOID,
+    GEOM_MESH,
     GEOM_PLANE,
     GEOM_SPHERE,
 )
@@ -69,6 +74,7 @@ FAR = 1e6  # distance given to unused contact slots; any margin test rejects it
 _EPS = 1e-12  # squared-norm floor below which a vector counts as zero
 _GOLDEN_ITERS = 24  # golden-section steps on a segment: bracket shrinks to 0.618**24 ~ 1e-5
 _PARALLEL_TOL = 1e-6  # |sin| below which segment axes count as parallel
+_PLANE_MESH_CONTACTS = 4  # the deepest hull vertex and three more of one hull face
 
 _NUM_CONTACTS = {
     (GEOM_PLANE, GEOM_SPHERE): 1,
@@ -76,6 +82,7 @@ _NUM_CONTACTS = {
     (GEOM_PLANE, GEOM_CYLINDER): 4,
     (GEOM_PLANE, GEOM_BOX): 4,
     (GEOM_PLANE, GEOM_ELLIPSOID): 1,
+    (GEOM_PLANE, GEOM_MESH): _PLANE_MESH_CONTACTS,
     (GEOM_SPHERE, GEOM_SPHERE): 1,
     (GEOM_SPHERE, GEOM_CAPSULE): 1,
     (GEOM_CAPSULE, GEOM_CAPSULE): 2,
@@ -267,6 +274,34 @@ def collide_plane_ellipsoid(
     deepest = pos2 + mat2 @ (size2**2 * m / _safe_norm(size2 * m))
     dist = jnp.dot(deepest - pos1, n)
     return _stack(dist[None], (deepest - 0.5 * dist * n)[None], n[None])
+
+
+def collide_plane_mesh(
+    pos1: jax.Array,
+    mat1: jax.Array,
+    pos2: jax.Array,
+    mat2: jax.Array,
+    hull: Hull,
+) -> Contact:
+    """Plane against a mesh's convex hull, as MuJoCo 4.0: the hull vertex deepest below the
+    plane; of the hull faces around it, the one facing the plane most directly; and up to three
+    more of that face's vertices (the most area with the first, MuJoCo's hull4f), each unless
+    it lies above the mesh's centre."""
+    n = mat1[:, 2]
+    world = pos2 + hull.vertices @ mat2.T
+    dist = (world - pos1) @ n
+    first = jnp.argmin(dist)
+    polys = hull.vert_polys[first]
+    facing = jnp.where(polys >= 0, hull.poly_normal[jnp.maximum(polys, 0)] @ (mat2.T @ n), 2.0)
+    face = polys[jnp.argmin(facing)]
+    anchor = jnp.argmax(hull.poly_vert[face] == first)
+    pick = hull.poly_pick[face, anchor]
+    idx = jnp.maximum(pick, 0)
+    keep = (pick >= 0) & ((world[idx] - pos2) @ n <= 0.0)
+    ids = jnp.concatenate([first[None], idx])
+    dist = jnp.concatenate([dist[first][None], jnp.where(keep, dist[idx], FAR)])
+    pos = world[ids] - 0.5 * dist[:, None] * n
+    return _stack(dist, pos, jnp.broadcast_to(n, (_PLANE_MESH_CONTACTS, 3)))
 
 
 def collide_sphere_sphere(
@@ -557,11 +592,13 @@ def collide(
     mat2: jax.Array,
     size2: jax.Array,
     margin: jax.Array | float = 0.0,
+    hull2: Hull | None = None,
 ) -> Contact:
     """Contacts of two geoms of STATIC types (MuJoCo mjtGeom ints, type1 <= type2).
 
     Returns :func:`num_contacts` slots; ``margin`` only selects plane-box corners (the caller
-    still masks every slot with ``dist < margin``).
+    still masks every slot with ``dist < margin``); ``hull2`` is geom2's convex hull (a
+    :class:`physics.mesh.Hull` row) when it is a mesh.
     """
     key = (type1, type2)
     if key == (GEOM_PLANE, GEOM_SPHERE):
@@ -574,6 +611,10 @@ def collide(
         return collide_plane_box(pos1, mat1, pos2, mat2, size2, margin)
     if key == (GEOM_PLANE, GEOM_ELLIPSOID):
         return collide_plane_ellipsoid(pos1, mat1, pos2, mat2, size2)
+    if key == (GEOM_PLANE, GEOM_MESH):
+        if hull2 is None:
+            raise ValueError("a mesh geom needs its convex hull (hull2)")
+        return collide_plane_mesh(pos1, mat1, pos2, mat2, hull2)
     if key == (GEOM_SPHERE, GEOM_SPHERE):
         return collide_sphere_sphere(pos1, size1, pos2, size2)
     if key == (GEOM_SPHERE, GEOM_CAPSULE):

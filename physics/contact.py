@@ -38,7 +38,7 @@ import numpy as np
 from physics import collision as col
 from physics import constraints as con
 from physics import dynamics, equality, kinematics, math, tendon
-from physics.system import JNT_BALL, JNT_HINGE, JNT_SLIDE, System, Topology
+from physics.system import GEOM_MESH, JNT_BALL, JNT_HINGE, JNT_SLIDE, System, Topology
 
 # Fixed Newton steps per substep (System.newton_steps), the default of load_mjcf. Warm-started
 # from the previous substep's qacc the solve reaches MuJoCo's optimum in 2-3 steps on the
@@ -379,9 +379,13 @@ def _collide_all(
 ) -> col.Contact:
     parts = []
     for t1, t2, g1, g2, idx in lay.groups:
+        hull = None
+        if t2 == GEOM_MESH:
+            rows = np.asarray(sys.geom_hull)[g2]
+            hull = jax.tree.map(lambda table, rows=rows: table[rows], sys.mesh_hull)
         fn = jax.vmap(
-            lambda p1, m1, s1, p2, m2, s2, mg, t1=t1, t2=t2: col.collide(
-                t1, t2, p1, m1, s1, p2, m2, s2, mg
+            lambda p1, m1, s1, p2, m2, s2, mg, h, t1=t1, t2=t2: col.collide(
+                t1, t2, p1, m1, s1, p2, m2, s2, mg, h
             )
         )
         c = fn(
@@ -392,6 +396,7 @@ def _collide_all(
             kin.geom_xmat[g2],
             sys.geom_size[g2],
             margin[idx],
+            hull,
         )
         parts.append(jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), c))
     return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)

@@ -2,7 +2,8 @@
 
 Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis), ``inertial`` or inertia from
 geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits, damping,
-stiffness, armature, frictionloss), plane/sphere/capsule/ellipsoid/cylinder/box geoms,
+stiffness, armature, frictionloss), plane/sphere/capsule/ellipsoid/cylinder/box
+geoms, mesh geoms (``<asset><mesh>`` from a file or inline vertices: :mod:`physics.mesh`),
 motor/position/velocity/general (fixed gain, affine bias, integrator/filter activation) on joints,
 tendons or sites, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
 a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), the pyramidal or
@@ -10,7 +11,7 @@ elliptic friction cone, ``default`` classes
 with ``childclass``, ``contact/exclude``, sites, fixed tendons and spatial tendons (through
 sites and pulleys) with springs, dampers, limits and friction loss, and ``equality`` connect
 and weld (by bodies or sites), joint and tendon couplings. Purely visual or bookkeeping content
-(rgba, material, assets, cameras, lights, sensors, keyframes, ...) is skipped.
+(rgba, materials, textures, cameras, lights, sensors, keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
 so a model never silently behaves differently from MuJoCo.
 
@@ -34,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from physics import constraints as con
-from physics import contact, equality, kinematics, tendon
+from physics import contact, equality, kinematics, mesh, tendon
 from physics import system as S
 
 _MINVAL = 1e-15
@@ -47,6 +48,7 @@ _GEOM_TYPES = {
     "ellipsoid": S.GEOM_ELLIPSOID,
     "cylinder": S.GEOM_CYLINDER,
     "box": S.GEOM_BOX,
+    "mesh": S.GEOM_MESH,
 }
 _ORIENT = ("quat", "euler", "axisangle", "xyaxes", "zaxis")
 _VISUAL = {"name", "class", "rgba", "material", "group", "user"}
@@ -124,9 +126,26 @@ _KNOWN = {
         "priority",
         "fluidshape",
         "fluidcoef",  # accepted: it only tunes the ellipsoid fluid model, which is refused
+        "mesh",
         *_ORIENT,
     }
     | _VISUAL,
+    "mesh": {
+        "name",
+        "class",
+        "file",
+        "content_type",
+        "vertex",
+        "face",
+        "scale",
+        "refpos",
+        "refquat",
+        "inertia",
+        "maxhullvert",
+        "normal",  # normals, texture coordinates and smoothing only shade the mesh
+        "texcoord",
+        "smoothnormal",
+    },
     "motor": _ACTUATOR,
     "position": _ACTUATOR | {"kp", "kv", "inheritrange"},
     "velocity": _ACTUATOR | {"kv"},
@@ -195,9 +214,9 @@ _IGNORED = {
     "keyframe",
     "sensor",
 }
-# Defaults of elements this engine refuses wherever a model uses them (a mesh geom, a <pair>
-# section): a class may still hold them unused, as asset libraries' do.
-_DEFAULTS_OF_REFUSED = {"mesh", "material", "pair", "flex"}
+# Defaults of elements this engine refuses wherever a model uses them (a <pair> section, a
+# flex) or that never change the dynamics (a material): a class may hold them.
+_DEFAULTS_OF_REFUSED = {"material", "pair", "flex"}
 # <option><flag> switches with MuJoCo's defaults, and those that cannot change what this engine
 # simulates (diagnostics, solver and collision internals, features it refuses to load anyway).
 _FLAG_DEFAULTS = {
@@ -338,13 +357,16 @@ def _in_frame(frame: _Frame, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndar
 class _Loader:
     """One pass over a parsed MJCF document, accumulating numpy model arrays."""
 
-    def __init__(self, root: ET.Element, source: str):
+    def __init__(self, root: ET.Element, source: str, base: str):
         self.source = source
         self.root = root
+        self.base = base  # directory that relative asset paths start from (the model's)
         self.classes: dict[str, dict[str, dict[str, str]]] = {}
         self.bodies: list[dict] = []
         self.joints: list[dict] = []
         self.geoms: list[dict] = []
+        self.mesh_elems: dict[str, ET.Element] = {}  # <asset><mesh> by name
+        self.meshes: dict[str, mesh.Mesh] = {}  # the ones geoms use, processed once each
         self.actuators: list[dict] = []
         self.sites: list[dict] = []
         self.tendons: dict[str, dict] = {}  # name -> path, limited, range
@@ -417,6 +439,7 @@ class _Loader:
         self.degree, self.eulerseq, self.inertiafromgeom = True, "xyz", "auto"
         self.settotalmass, self.autolimits = -1.0, True
         self.inertiagroups = (0, 5)  # geoms of these groups give a body its inertia
+        self.meshdir, self.strippath = "", False
         for c in self.root.iter("compiler"):
             a = dict(c.attrib)
             self.check_known(c, a)
@@ -430,6 +453,8 @@ class _Loader:
             if "inertiagrouprange" in a:
                 low, high = (int(v) for v in self.get_floats(c, a, "inertiagrouprange", 0, 2))
                 self.inertiagroups = (low, high)
+            self.meshdir = a.get("meshdir", a.get("assetdir", self.meshdir))
+            self.strippath = a.get("strippath", "false") == "true"
             if a.get("coordinate", "local") != "local":
                 raise self.error(c, "only coordinate='local' is supported")
             for key, ok in (
@@ -760,6 +785,19 @@ class _Loader:
         size = self.get_floats(elem, a, "size", [])
         pos = self.get_floats(elem, a, "pos", np.zeros(3), 3)
         quat = self.orientation(elem, a)
+        if (t == S.GEOM_MESH) != ("mesh" in a):
+            raise self.error(
+                elem,
+                "a mesh geom needs a mesh"
+                if t == S.GEOM_MESH
+                else f"a {gname} geom fitted to a mesh is not supported (type='mesh' is)",
+            )
+        if t == S.GEOM_MESH:  # MuJoCo's frame of a mesh geom: the mesh's principal frame
+            if "fromto" in a:
+                raise self.error(elem, "fromto is not allowed on a mesh geom")
+            m = self.mesh_asset(elem, a["mesh"])
+            pos, quat = pos + _quat_mat(quat) @ m.com, _quat_mul(quat, _mat_quat(m.rot))
+            size = m.size
         need = {
             S.GEOM_PLANE: 0,
             S.GEOM_SPHERE: 1,
@@ -767,6 +805,7 @@ class _Loader:
             S.GEOM_ELLIPSOID: 3,
             S.GEOM_CYLINDER: 2,
             S.GEOM_BOX: 3,
+            S.GEOM_MESH: 3,
         }[t]
         if "fromto" in a:
             if t not in (S.GEOM_CAPSULE, S.GEOM_CYLINDER, S.GEOM_BOX, S.GEOM_ELLIPSOID):
@@ -803,6 +842,7 @@ class _Loader:
                 "body": bid,
                 "type": t,
                 "name": a.get("name", ""),
+                "mesh": a.get("mesh"),
                 "size": size,
                 "pos": pos,
                 "quat": quat,
@@ -834,6 +874,53 @@ class _Loader:
             pos, quat = (ft[:3] + ft[3:]) / 2, _z_to_vec_quat(ft[:3] - ft[3:])
         pos, quat = _in_frame(frame, pos, quat)
         self.sites.append({"body": bid, "name": a.get("name", ""), "pos": pos, "quat": quat})
+
+    # ---------------------------------------------------------------- mesh assets
+    def parse_meshes(self) -> None:
+        """Collects every <asset><mesh> by name (a file's name without directory and
+        extension when it has none); each is read and processed when a geom first uses it."""
+        for asset in (c for c in self.root if c.tag == "asset"):
+            for elem in asset.iter("mesh"):
+                a = self.attrs(elem, "main")
+                if "file" not in a and "vertex" not in a:
+                    raise self.error(elem, "a mesh needs a file or vertex data")
+                name = a.get("name") or os.path.splitext(os.path.basename(a.get("file", "")))[0]
+                if not name:
+                    raise self.error(elem, "a mesh given by its vertices needs a name")
+                if name in self.mesh_elems:
+                    raise self.error(elem, f"repeated mesh name {name!r}")
+                self.mesh_elems[name] = elem
+
+    def mesh_asset(self, geom: ET.Element, name: str) -> mesh.Mesh:
+        """The processed mesh called ``name`` (what MuJoCo compiles from <asset><mesh>)."""
+        if name in self.meshes:
+            return self.meshes[name]
+        if name not in self.mesh_elems:
+            raise self.error(geom, f"unknown mesh {name!r}")
+        elem = self.mesh_elems[name]
+        a = self.attrs(elem, "main")
+        if int(a.get("maxhullvert", -1)) != -1:
+            raise self.error(elem, "maxhullvert (a reduced collision hull) is not supported")
+        try:
+            if "file" in a:
+                path = a["file"]
+                path = os.path.basename(path) if self.strippath else path
+                path = os.path.join(self.base, self.meshdir, path)
+                vertices, faces = mesh.read(path, a.get("content_type"))
+            else:
+                vertices, faces = self.get_floats(elem, a, "vertex", None).reshape(-1, 3), None
+            if "face" in a:
+                faces = _floats(a["face"]).astype(np.int64).reshape(-1, 3)
+            # MuJoCo's order: refpos, then refquat (its inverse rotation), then scale
+            vertices = vertices - self.get_floats(elem, a, "refpos", np.zeros(3), 3)
+            vertices = vertices @ _quat_mat(self.get_floats(elem, a, "refquat", [1, 0, 0, 0], 4))
+            scale = self.get_floats(elem, a, "scale", np.ones(3), 3)
+            if faces is not None and np.prod(scale) < 0:  # a mirror: faces keep facing out
+                faces = faces[:, ::-1]
+            self.meshes[name] = mesh.process(vertices * scale, faces, a.get("inertia", "legacy"))
+        except mesh.MeshError as e:
+            raise self.error(elem, str(e)) from None
+        return self.meshes[name]
 
     # ---------------------------------------------------------------- actuators, contact, tendon
     def parse_actuators(self) -> None:
@@ -1203,6 +1290,11 @@ class _Loader:
         frame) of a geom, as MuJoCo computes them."""
         r, h = g["size"][0], g["size"][1]
         t = g["type"]
+        if t == S.GEOM_MESH:
+            m = self.meshes[g["mesh"]]
+            mass = g["mass"] if g["mass"] is not None else g["density"] * m.measure
+            rot = _quat_mat(g["quat"])
+            return mass, rot @ np.diag(m.inertia * mass / m.measure) @ rot.T, rot
         if t == S.GEOM_SPHERE:
             vol = 4 / 3 * math.pi * r**3
         elif t == S.GEOM_CAPSULE:
@@ -1297,6 +1389,7 @@ class _Loader:
         self.parse_compiler()
         self.parse_option()
         self.parse_defaults()
+        self.parse_meshes()
         world = ET.Element("worldbody")  # every <worldbody>'s children, merged as MuJoCo does
         for section in (c for c in self.root if c.tag == "worldbody"):
             world.extend(section)
@@ -1386,6 +1479,7 @@ class _Loader:
             geom_solref=gf("solref", (2,)),
             geom_solimp=gf("solimp", (5,)),
             geom_solmix=gf("solmix", ()),
+            mesh_hull=mesh.hull_tables([]),
             site_pos=f32([x["pos"] for x in self.sites], (len(self.sites), 3)),
             site_quat=f32([x["quat"] for x in self.sites], (len(self.sites), 4)),
             tendon_stiffness=tf("stiffness", ()),
@@ -1477,6 +1571,7 @@ class _Loader:
         problems = contact.check_supported(sys_)
         if problems:
             raise self.error(None, "; ".join(problems))
+        sys_ = self.with_hulls(sys_)
         sys_ = dataclasses.replace(sys_, tendon_lengthspring=self.spring_lengths(sys_))
         given = tuple(e["given"] for e in eqs)
         sys_ = dataclasses.replace(
@@ -1491,6 +1586,31 @@ class _Loader:
             dof_invweight0=dof_iw,
             eq_invweight0=eq_iw,
             tendon_invweight0=ten_iw,
+        )
+
+    def with_hulls(self, sys: S.System) -> S.System:
+        """The convex hulls of the mesh geoms that collide, one row per mesh."""
+        colliding = {g for pair in sys.contact_pairs for g in pair}
+        names = sorted(
+            {g["mesh"] for i, g in enumerate(self.geoms) if g["mesh"] and i in colliding}
+        )
+        for name in names:
+            if self.meshes[name].hull is None:
+                raise self.error(
+                    self.mesh_elems[name], "a flat mesh cannot collide (set contype/conaffinity 0)"
+                )
+        tables = mesh.hull_tables([self.meshes[n].hull for n in names])
+        return dataclasses.replace(
+            sys,
+            mesh_hull=mesh.Hull(
+                *(
+                    jnp.asarray(x, jnp.float32 if x.dtype == np.float64 else jnp.int32)
+                    for x in tables
+                )
+            ),
+            geom_hull=tuple(
+                names.index(g["mesh"]) if g["mesh"] in names else -1 for g in self.geoms
+            ),
         )
 
     def spring_lengths(self, sys: S.System) -> jax.Array:
@@ -1546,7 +1666,7 @@ def _expand_includes(elem: ET.Element, base: str, name: str, chain: tuple[str, .
             elem.insert(i + k, included)
 
 
-def _parse(source: str | os.PathLike) -> tuple[ET.Element, str]:
+def _parse(source: str | os.PathLike) -> tuple[ET.Element, str, str]:
     text = os.fspath(source)
     name = "<xml string>" if text.lstrip().startswith("<") else text
     if name == text:
@@ -1559,7 +1679,7 @@ def _parse(source: str | os.PathLike) -> tuple[ET.Element, str]:
             raise MJCFError(f"{name}: invalid XML: {e}") from e
         base = os.getcwd()
     _expand_includes(root, base, name, (os.path.join(base, name),))
-    return root, name
+    return root, name, base
 
 
 def load_mjcf(
@@ -1579,10 +1699,10 @@ def load_mjcf(
         raise ValueError(f"max_contacts must be a positive int or None, got {max_contacts!r}")
     if isinstance(newton_steps, bool) or not isinstance(newton_steps, int) or newton_steps < 1:
         raise ValueError(f"newton_steps must be a positive int, got {newton_steps!r}")
-    root, name = _parse(source)
+    root, name, base = _parse(source)
     if root.tag != "mujoco":
         raise MJCFError(f"{name}: root element must be <mujoco>, got <{root.tag}>")
-    loader = _Loader(root, name)
+    loader = _Loader(root, name, base)
     try:
         sys_ = loader.build()
     except MJCFError:

@@ -14,6 +14,8 @@ import functools
 import jax
 import numpy as np
 
+from physics.mesh import Hull
+
 # Joint and geom type codes are MuJoCo's (mjtJoint, mjtGeom).
 JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = 0, 1, 2, 3
 # Equality constraint types (MuJoCo's mjtEq; EQ_TENDON couples tendons).
@@ -21,6 +23,7 @@ EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON = 0, 1, 2, 3
 JNT_NQ = {JNT_FREE: 7, JNT_BALL: 4, JNT_SLIDE: 1, JNT_HINGE: 1}
 JNT_NV = {JNT_FREE: 6, JNT_BALL: 3, JNT_SLIDE: 1, JNT_HINGE: 1}
 GEOM_PLANE, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX = 0, 2, 3, 4, 5, 6
+GEOM_MESH = 7
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,6 +198,9 @@ class System:
     geom_solref: jax.Array  # [ngeom, 2]
     geom_solimp: jax.Array  # [ngeom, 5]
     geom_solmix: jax.Array  # [ngeom]
+    # convex hulls of the mesh geoms that collide (a physics.mesh.Hull of tables with a leading
+    # [nhull] axis, padded to one size; geom_hull gives each geom's row)
+    mesh_hull: Hull
     # sites: frames fixed to bodies (where spatial tendons run; what environments measure)
     site_pos: jax.Array  # [nsite, 3] in the body frame
     site_quat: jax.Array  # [nsite, 4]
@@ -255,6 +261,7 @@ class System:
     geom_names: tuple[str, ...] = _static()
     actuator_names: tuple[str, ...] = _static()
     contact_pairs: tuple[tuple[int, int], ...] = _static(default=())  # candidate geom pairs
+    geom_hull: tuple[int, ...] = _static(default=())  # per geom: row of mesh_hull, or -1
     disable_contact: bool = _static(default=False)  # MuJoCo's mjDSBL_CONTACT
     disable_limit: bool = _static(default=False)  # MuJoCo's mjDSBL_LIMIT
     disable_frictionloss: bool = _static(default=False)  # MuJoCo's mjDSBL_FRICTIONLOSS

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from physics import collision as col
+from physics import mesh
+from physics.system import GEOM_MESH
 
 TYPE_NAMES = {0: "plane", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box"}
 SIZES = {
@@ -295,8 +297,15 @@ def test_jit_vmap_shapes_static():
     pos = jnp.zeros((5, 3))
     mat = jnp.broadcast_to(jnp.eye(3), (5, 3, 3))
     size = jnp.full((5, 3), 0.1)
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    box = jax.tree.map(jnp.asarray, mesh.process(0.1 * corners, None).hull)
     for (t1, t2), n in col._NUM_CONTACTS.items():
-        fn = jax.vmap(lambda p, r, s, t1=t1, t2=t2: col.collide(t1, t2, p, r, s, p + 0.05, r, s))
+        hull = box if t2 == GEOM_MESH else None
+        fn = jax.vmap(
+            lambda p, r, s, t1=t1, t2=t2, h=hull: col.collide(
+                t1, t2, p, r, s, p + 0.05, r, s, hull2=h
+            )
+        )
         out = jax.eval_shape(fn, pos, mat, size)
         assert out.dist.shape == (5, n) and out.frame.shape == (5, n, 3, 3)
     with pytest.raises(ValueError, match="unsupported"):

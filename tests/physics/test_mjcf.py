@@ -167,9 +167,9 @@ ONCE_SILENTLY_WRONG = {
 
 def test_unused_defaults_of_refused_elements_load_and_used_ones_are_refused():
     """Asset libraries keep mesh, material, equality and pair defaults in their classes: unused,
-    they change nothing; a mesh geom or an <equality> is still refused where it appears, and an
-    unsupported actuator kind in a default is refused (its common attributes would apply to
-    every actuator of the class)."""
+    they change nothing; a <pair> is still refused where it appears, and an unsupported
+    actuator kind in a default is refused (its common attributes would apply to every actuator
+    of the class)."""
     xml = """<mujoco><default><mesh scale="2 2 2"/><material rgba="1 0 0 1"/>
       <equality solref="0.01 1"/><pair condim="1"/><geom density="10"/></default>
       <worldbody><body><joint/><geom type="capsule" size="0.1 0.2"/></body></worldbody></mujoco>"""
@@ -199,7 +199,8 @@ def test_defaults_fromto_and_inertia_groups_build_mujocos_model(name):
         ("<body><joint/></body>", "zero mass"),
         ('<body><joint/><geom size="1"/><composite/></body>', "unsupported element <composite>"),
         ('<body><joint/><geom size="1" shellinertia="true"/></body>', "shellinertia"),
-        ('<body><joint/><geom type="mesh" size="1"/></body>', "unsupported geom type 'mesh'"),
+        ('<body><joint/><geom type="hfield" size="1"/></body>', "unsupported geom type 'hfield'"),
+        ('<body><joint/><geom type="mesh" size="1"/></body>', "a mesh geom needs a mesh"),
         ('<body><joint frictionloss="-1"/><geom size="1"/></body>', "frictionloss must be >= 0"),
         ('<body><joint limited="true"/><geom size="1"/></body>', "range"),
         ('<body childclass="nope"><joint/><geom size="1"/></body>', "unknown"),

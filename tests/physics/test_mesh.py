@@ -1,0 +1,226 @@
+"""Mesh geoms against MuJoCo 4.0: mesh files, mass properties, the geom frame, plane-mesh
+contacts and a tumbling, bouncing, settling mesh body."""
+
+import struct
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import pytest
+from mujoco_parity import drive_alongside
+from scipy.spatial import ConvexHull
+
+import physics
+from physics import dynamics, mesh
+from physics.step import smooth_force
+
+
+def _l_prism() -> tuple[np.ndarray, np.ndarray]:
+    """A closed, outward-wound L-shaped prism: non-convex, so every inertia mode differs."""
+    poly = np.array([[0, 0], [2, 0], [2, 1], [1, 1], [1, 2], [0, 2]], float) * 0.1
+    n = len(poly)
+    vertices = np.array([[x, y, z] for z in (0.0, 0.05) for x, y in poly])
+    faces = []
+    for a, b, c in [(0, 1, 2), (0, 2, 3), (0, 3, 4), (0, 4, 5)]:
+        faces += [(a, c, b), (a + n, b + n, c + n)]
+    for i in range(n):
+        j = (i + 1) % n
+        faces += [(i, j, j + n), (i, j + n, i + n)]
+    return vertices, np.array(faces)
+
+
+def _rock(seed: int = 1) -> np.ndarray:
+    """Points whose convex hull has triangular faces only."""
+    return np.random.default_rng(seed).normal(size=(20, 3)) * [0.1, 0.07, 0.05]
+
+
+def _prism(n: int) -> np.ndarray:
+    """An irregular convex n-gon prism: two n-gon faces (MuJoCo's mesh polygons)."""
+    rng = np.random.default_rng(n)
+    t = (np.arange(n) + rng.uniform(-0.2, 0.2, n)) * 2 * np.pi / n + 0.1
+    return np.array([[0.1 * np.cos(a), 0.07 * np.sin(a), z] for z in (-0.05, 0.05) for a in t])
+
+
+def _write(path, vertices: np.ndarray, faces: np.ndarray, fmt: str) -> None:
+    if fmt == "stl":  # binary
+        tri = vertices[faces].astype("<f4")
+        with open(path, "wb") as f:
+            f.write(b"\0" * 80 + struct.pack("<I", len(faces)))
+            for t in tri:
+                f.write(np.zeros(3, "<f4").tobytes() + t.tobytes() + b"\0\0")
+    elif fmt == "obj":  # 1-based, the first face by a negative (relative) index
+        lines = ["v " + _floats(v) for v in vertices]
+        lines += ["f " + " ".join(str(i + 1) for i in f) for f in faces]
+        lines[len(vertices)] = "f " + " ".join(str(i - len(vertices)) for i in faces[0])
+        path.write_text("\n".join(lines))
+    else:  # MuJoCo's msh: counts, then vertices and faces
+        header = struct.pack("<4i", len(vertices), 0, 0, len(faces))
+        body = vertices.astype("<f4").tobytes() + faces.astype("<i4").tobytes()
+        path.write_bytes(header + body)
+
+
+def _floats(x: np.ndarray) -> str:
+    return " ".join(repr(float(v)) for v in np.ravel(x))
+
+
+@pytest.mark.parametrize("inertia", ["legacy", "exact", "convex", "shell"])
+@pytest.mark.parametrize("fmt", ["stl", "obj", "msh"])
+def test_mesh_files_give_mujocos_mass_frame_and_size(tmp_path, fmt, inertia):
+    vertices, faces = _l_prism()
+    (tmp_path / "assets").mkdir()
+    _write(tmp_path / "assets" / f"part.{fmt}", vertices, faces, fmt)
+    xml = f"""<mujoco><compiler meshdir="assets"/>
+      <asset><mesh file="part.{fmt}" scale="1 2 1.5" refpos=".05 .02 0" refquat="1 .2 .1 0"
+        inertia="{inertia}"/></asset>
+      <worldbody><body pos="0 0 1" euler="10 20 30"><freejoint/>
+        <geom type="mesh" mesh="part" pos=".1 0 0" euler="0 0 20" density="700"/>
+        <geom type="sphere" size=".02" pos="0 .1 0"/>
+      </body></worldbody></mujoco>"""
+    (tmp_path / "model.xml").write_text(xml)
+    m = mujoco.MjModel.from_xml_path(str(tmp_path / "model.xml"))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    sys = physics.load_mjcf(str(tmp_path / "model.xml"))
+    kin = physics.forward_kinematics(sys, jnp.asarray(d.qpos, jnp.float32))
+    np.testing.assert_allclose(sys.body_mass, m.body_mass, rtol=1e-5)
+    np.testing.assert_allclose(sys.geom_size, m.geom_size, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(kin.geom_xpos, d.geom_xpos, atol=1e-6)
+    # principal axes: equal up to their signs
+    ours, theirs = np.asarray(kin.geom_xmat[0]), d.geom_xmat[0].reshape(3, 3)
+    np.testing.assert_allclose(np.abs(np.sum(ours * theirs, axis=0)), 1, atol=1e-5)
+    mass = dynamics.mass_matrix(sys, kin)
+    full = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, full)
+    np.testing.assert_allclose(mass, full, rtol=1e-4, atol=1e-8)
+
+
+@jax.jit
+def _contact_points(sys: physics.System, q: jax.Array) -> tuple[jax.Array, jax.Array]:
+    state = physics.init(sys, q)
+    force = smooth_force(sys, state, jnp.zeros(sys.nu))
+    c = physics.solve_constraints(sys, state, dynamics.mass_matrix(sys, state.kin), force).contact
+    return c.dist, c.pos
+
+
+def _contacts(sys: physics.System, q: np.ndarray) -> np.ndarray:
+    """Our active contacts at q as sorted rows (x, y, z, dist)."""
+    dist, pos = (np.asarray(x) for x in _contact_points(sys, jnp.asarray(q, jnp.float32)))
+    return np.array(sorted((*p, d) for d, p in zip(dist, pos, strict=True) if d < 0)).reshape(-1, 4)
+
+
+@pytest.mark.parametrize("shape", ["rock", "triangle", "quad", "hexagon", "20-gon"])
+def test_plane_mesh_contacts_match_mujoco(shape):
+    """The deepest hull vertex and up to three more of the hull face that faces the plane most
+    directly, polygons of any size pruned as MuJoCo prunes them."""
+    points = {"rock": _rock(), "triangle": _prism(3), "quad": _prism(4)}.get(shape)
+    points = _prism({"hexagon": 6, "20-gon": 20}[shape]) if points is None else points
+    xml = f"""<mujoco><asset><mesh name="m" vertex="{_floats(points)}"/></asset>
+      <worldbody><geom type="plane" size="1 1 .1"/>
+        <body><freejoint/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(xml)
+    rng = np.random.default_rng(0)
+    counts = set()
+    for trial in range(60):
+        axis = rng.normal(size=3) * (0.02 if trial % 2 else 1.0)  # near a face, and anyhow
+        angle = np.linalg.norm(axis)
+        d.qpos[:] = [0, 0, 0, np.cos(angle / 2), *(np.sin(angle / 2) * axis / angle)]
+        mujoco.mj_kinematics(m, d)
+        world = d.geom_xpos[1] + m.mesh_vert @ d.geom_xmat[1].reshape(3, 3).T
+        d.qpos[2] = -world[:, 2].min() - rng.uniform(0, 0.005)
+        mujoco.mj_forward(m, d)
+        found = zip(d.contact.dist[: d.ncon], d.contact.pos[: d.ncon], strict=True)
+        theirs = np.array(sorted((*p, x) for x, p in found))
+        ours = _contacts(sys, d.qpos)
+        assert ours.shape == theirs.shape, (trial, ours, theirs)
+        np.testing.assert_allclose(ours, theirs, atol=2e-6)
+        counts.add(d.ncon)
+    assert len(counts) > 1  # the poses reach faces, edges and corners
+
+
+def test_mesh_body_tumbles_bounces_and_settles_like_mujoco():
+    xml = f"""<mujoco><asset><mesh name="rock" vertex="{_floats(_rock())}"/></asset>
+      <worldbody><geom type="plane" size="2 2 .1"/>
+        <body pos="0 0 .4" euler="10 20 30"><freejoint/>
+          <geom type="mesh" mesh="rock" pos=".02 0 0" euler="0 0 20"/>
+          <geom type="mesh" mesh="rock" contype="0" conaffinity="0" group="2" mass="0"/>
+        </body></worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    d.qvel[:] = [0.5, -0.3, 0, 2, 1, -1]
+    sys = physics.load_mjcf(xml)
+    assert sys.geom_hull == (-1, 0, 0) and sys.mesh_hull.vertices.shape[0] == 1
+    state = drive_alongside(sys, m, d, [np.zeros(0)] * 60, substeps=10)
+    assert d.ncon >= 2  # resting on the floor
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
+
+
+def test_gradient_through_mesh_contacts_is_finite():
+    xml = f"""<mujoco><asset><mesh name="m" vertex="{_floats(_prism(6))}"/></asset>
+      <worldbody><geom type="plane" size="2 2 .1"/>
+        <body pos="0 0 .06"><freejoint/><geom type="mesh" mesh="m"/></body>
+      </worldbody></mujoco>"""
+    sys = physics.load_mjcf(xml)
+
+    def height_after(vx: jax.Array) -> jax.Array:
+        qd = jnp.zeros(6).at[0].set(vx).at[4].set(vx)
+        state = jax.lax.fori_loop(
+            0, 100, lambda _, s: physics.step(sys, s, jnp.zeros(0)), physics.init(sys, None, qd)
+        )
+        return state.q[2] + state.q[0]
+
+    assert np.isfinite(jax.jit(jax.grad(height_after))(1.0))
+
+
+def test_hull_of_a_box_has_six_square_faces_and_prunes_nothing():
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-2, 2) for z in (-3, 3)], float)
+    m = mesh.process(corners, None, "convex")
+    assert m.hull.poly_normal.shape == (6, 3) and (m.hull.poly_vert >= 0).all()
+    np.testing.assert_allclose(m.measure, 48)
+    # a quad keeps all its vertices: each anchor picks the other three in cycle order
+    for face, cycle in zip(m.hull.poly_pick, m.hull.poly_vert, strict=True):
+        for a, rest in enumerate(face):
+            assert list(rest) == [cycle[(a + k) % 4] for k in (1, 2, 3)]
+    assert len(ConvexHull(corners).vertices) == len(m.hull.vertices) == 8
+
+
+ROCK = f'<mesh name="m" vertex="{_floats(_rock())}"'
+
+
+@pytest.mark.parametrize(
+    "asset, geom, message",
+    [
+        ('<mesh name="m" file="missing.stl"/>', 'mesh="m"', "cannot read mesh file"),
+        ('<mesh name="m" file="m.ply"/>', 'mesh="m"', "unsupported mesh file type '.ply'"),
+        ("", 'mesh="m"', "unknown mesh 'm'"),
+        (f"{ROCK}/>", "", "a mesh geom needs a mesh"),
+        (f'{ROCK} maxhullvert="8"/>', 'mesh="m"', "maxhullvert"),
+        ('<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 1 1 0"/>', 'mesh="m"', "span no volume"),
+        ('<mesh name="m" vertex="0 0 0 1 0 0 0 1 0"/>', 'mesh="m"', "at least 4 vertices"),
+        (f'{ROCK} inertia="fancy"/>', 'mesh="m"', "inertia="),
+    ],
+)
+def test_mesh_errors_name_the_problem(asset, geom, message):
+    xml = f"""<mujoco><asset>{asset}</asset><worldbody><body><freejoint/>
+      <geom type="mesh" {geom}/></body></worldbody></mujoco>"""
+    with pytest.raises(physics.MJCFError, match=message):
+        physics.load_mjcf(xml)
+
+
+def test_mesh_errors_for_fitted_primitives_and_misoriented_exact_meshes():
+    vertices, faces = _l_prism()
+    rock = f'<asset><mesh name="m" vertex="{_floats(_rock())}"/></asset>'
+    fitted = f"""<mujoco>{rock}<worldbody><body><freejoint/><geom type="box" mesh="m"/>
+      </body></worldbody></mujoco>"""
+    with pytest.raises(physics.MJCFError, match="box geom fitted to a mesh"):
+        physics.load_mjcf(fitted)
+    faces[0] = faces[0][::-1]
+    exact = f"""<mujoco><asset><mesh name="m" vertex="{_floats(vertices)}" face="{
+        " ".join(map(str, faces.ravel()))
+    }" inertia="exact"/></asset>
+      <worldbody><body><freejoint/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>"""
+    with pytest.raises(physics.MJCFError, match="inconsistent orientation"):
+        physics.load_mjcf(exact)
