@@ -273,11 +273,12 @@ def check_supported(sys: System) -> list[str]:
         if {1: cond[g1], 2: cond[g2]}.get(int(lay.pair_win[i]), max(cond[g1], cond[g2]))
         not in (1, 3)
     ]
-    for i in bad:
-        g1, g2 = lay.pair_g1[i], lay.pair_g2[i]
+    if bad:  # one problem for all such pairs (a model can have hundreds), a few named
+        named = [(sys.geom_names[lay.pair_g1[i]], sys.geom_names[lay.pair_g2[i]]) for i in bad]
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
         problems.append(
-            f"contact of geoms {sys.geom_names[g1]!r} and {sys.geom_names[g2]!r}: "
-            "only condim 1 and 3 are supported"
+            f"{len(bad)} geom pair(s) would make contacts of a condim other than 1 and 3, "
+            f"which are the supported ones: {', '.join(map(str, named[:3]))}{more}"
         )
     return problems
 

@@ -2,7 +2,7 @@
 
 Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis), ``inertial`` or inertia from
 geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits, damping,
-stiffness, armature, frictionloss), plane/sphere/capsule/ellipsoid/cylinder/box
+stiffness or springdamper, armature, frictionloss), plane/sphere/capsule/ellipsoid/cylinder/box
 geoms, mesh geoms (``<asset><mesh>`` from a file or inline vertices: :mod:`physics.mesh`),
 motor/position/velocity/general (fixed gain, affine bias, integrator/filter activation) on joints,
 tendons or sites, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
@@ -96,6 +96,7 @@ _KNOWN = {
         "damping",
         "stiffness",
         "springref",
+        "springdamper",
         "ref",
         "margin",
         "solreflimit",
@@ -733,7 +734,12 @@ class _Loader:
         frictionloss = float(a.get("frictionloss", 0))
         if frictionloss < 0:
             raise self.error(elem, f"frictionloss must be >= 0, got {frictionloss}")
-        if t in (S.JNT_FREE, S.JNT_BALL) and float(a.get("stiffness", 0)) != 0:
+        springdamper = self.get_floats(elem, a, "springdamper", [0.0, 0.0], 2)
+        if springdamper.any() and not (springdamper > 0).all():
+            raise self.error(elem, f"springdamper values must both be positive, got {springdamper}")
+        if t in (S.JNT_FREE, S.JNT_BALL) and (
+            float(a.get("stiffness", 0)) != 0 or springdamper.any()
+        ):
             raise self.error(elem, f"unsupported stiffness on a {jtype} joint")
         if t == S.JNT_FREE and self.bodies[bid]["parent"] != 0:
             raise self.error(elem, "a free joint must belong to a child of the world body")
@@ -773,6 +779,7 @@ class _Loader:
                 "damping": float(a.get("damping", 0)),
                 "ref": float(conv(float(a.get("ref", 0)))),
                 "springref": float(conv(float(a.get("springref", 0)))),
+                "springdamper": springdamper,
             }
         )
 
@@ -1580,12 +1587,31 @@ class _Loader:
             eq_ref=f32(equality.reference_values(sys_)),
         )
         body_iw, dof_iw, eq_iw, ten_iw = contact.invweights(sys_)
+        return self.with_spring_dampers(
+            dataclasses.replace(
+                sys_,
+                body_invweight0=body_iw,
+                dof_invweight0=dof_iw,
+                eq_invweight0=eq_iw,
+                tendon_invweight0=ten_iw,
+            )
+        )
+
+    def with_spring_dampers(self, sys: S.System) -> S.System:
+        """MuJoCo's springdamper="timeconst dampratio": the stiffness and damping that give a
+        joint that time constant and damping ratio for its inertia at qpos0 (1/dof_invweight0),
+        in place of the stiffness and damping it states."""
+        stiffness, damping = np.array(sys.jnt_stiffness), np.array(sys.dof_damping)
+        invweight = np.asarray(sys.dof_invweight0, np.float64)
+        for j, joint in enumerate(self.joints):
+            timeconst, dampratio = joint["springdamper"]
+            if timeconst > 0:
+                dof = sys.topology.jnt_dofadr[j]
+                inertia = 1 / max(_MINVAL, invweight[dof])
+                stiffness[j] = inertia / max(_MINVAL, (timeconst * dampratio) ** 2)
+                damping[dof] = 2 * inertia / max(_MINVAL, timeconst)
         return dataclasses.replace(
-            sys_,
-            body_invweight0=body_iw,
-            dof_invweight0=dof_iw,
-            eq_invweight0=eq_iw,
-            tendon_invweight0=ten_iw,
+            sys, jnt_stiffness=jnp.asarray(stiffness), dof_damping=jnp.asarray(damping)
         )
 
     def with_hulls(self, sys: S.System) -> S.System:

@@ -179,6 +179,20 @@ def test_unused_defaults_of_refused_elements_load_and_used_ones_are_refused():
         physics.load_mjcf(muscle)
 
 
+def test_springdamper_sets_mujocos_stiffness_and_damping():
+    """springdamper="timeconst dampratio" gives a joint the stiffness and damping of that
+    time constant and damping ratio for its inertia at qpos0, over what the joint states."""
+    xml = """<mujoco><worldbody><body><joint type="slide" springdamper=".5 1"/>
+      <geom size=".1" mass="2"/>
+      <body pos="0 0 -.3"><joint axis="0 1 0" springdamper=".2 .7" stiffness="9" damping="3"
+        armature=".01"/><geom type="capsule" fromto="0 0 0 0 0 -.4" size=".03"/>
+        <body pos="0 0 -.4"><joint axis="1 0 0" damping=".5"/><geom size=".05"/></body>
+      </body></body></worldbody></mujoco>"""
+    _check_against_mujoco(physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml))
+    with pytest.raises(physics.MJCFError, match="springdamper values must both be positive"):
+        physics.load_mjcf(xml.replace('springdamper=".5 1"', 'springdamper=".5 0"'))
+
+
 @pytest.mark.parametrize("name", ONCE_SILENTLY_WRONG)
 def test_defaults_fromto_and_inertia_groups_build_mujocos_model(name):
     xml = f"<mujoco>{ONCE_SILENTLY_WRONG[name]}</mujoco>"
@@ -199,6 +213,10 @@ def test_defaults_fromto_and_inertia_groups_build_mujocos_model(name):
         ("<body><joint/></body>", "zero mass"),
         ('<body><joint/><geom size="1"/><composite/></body>', "unsupported element <composite>"),
         ('<body><joint/><geom size="1" shellinertia="true"/></body>', "shellinertia"),
+        (
+            '<geom type="plane" size="1 1 1"/><body><joint/><geom size="1" condim="6"/></body>',
+            "1 geom pair(s) would make contacts of a condim other than 1 and 3",
+        ),
         ('<body><joint/><geom type="hfield" size="1"/></body>', "unsupported geom type 'hfield'"),
         ('<body><joint/><geom type="mesh" size="1"/></body>', "a mesh geom needs a mesh"),
         ('<body><joint frictionloss="-1"/><geom size="1"/></body>', "frictionloss must be >= 0"),
