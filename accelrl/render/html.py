@@ -27,7 +27,9 @@ SHAPES = {
     int(_GEOM.mjGEOM_ELLIPSOID): "ellipsoid",
     int(_GEOM.mjGEOM_CYLINDER): "cylinder",
     int(_GEOM.mjGEOM_BOX): "box",
+    int(_GEOM.mjGEOM_MESH): "mesh",
 }
+_MESH = int(_GEOM.mjGEOM_MESH)
 VISIBLE_GROUPS = 3  # MuJoCo's viewers show geom groups 0, 1 and 2 by default
 DEFAULT_RGBA = (0.5, 0.5, 0.5, 1.0)  # a geom with this colour and a material takes the material's
 
@@ -44,6 +46,24 @@ def _drawn_geoms(model: mujoco.MjModel) -> list[int]:
     if skipped:
         warnings.warn(f"the HTML viewer does not draw geoms of type {skipped}", stacklevel=3)
     return [g for g in shown if int(model.geom_type[g]) in SHAPES]
+
+
+def _mesh_triangles(model: mujoco.MjModel, mesh: int) -> dict[str, list]:
+    """A mesh as flat-shaded triangles (each with its own three vertices and its normal), in
+    its geom's frame (MuJoCo's mesh_vert are centred and turned to the geom's frame)."""
+    vert = model.mesh_vert[
+        model.mesh_vertadr[mesh] : model.mesh_vertadr[mesh] + model.mesh_vertnum[mesh]
+    ]
+    face = model.mesh_face[
+        model.mesh_faceadr[mesh] : model.mesh_faceadr[mesh] + model.mesh_facenum[mesh]
+    ]
+    corners = vert[face]  # [nface, 3, 3]
+    normal = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    normal /= np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-12)
+    return {
+        "pos": np.round(corners.ravel(), 5).tolist(),
+        "nrm": np.round(np.repeat(normal, 3, axis=0).ravel(), 3).tolist(),
+    }
 
 
 def _rgba(model: mujoco.MjModel, g: int) -> list[float]:
@@ -82,6 +102,7 @@ def trajectory_scene(
             labels.append([e, t])
     data.qpos[:] = episodes[0][0]
     mujoco.mj_forward(model, data)
+    meshes = sorted({int(model.geom_dataid[g]) for g in geoms if model.geom_type[g] == _MESH})
     return {
         "dt": float(dt),
         "distance": float(tracking_camera(model, data).distance),
@@ -90,9 +111,15 @@ def trajectory_scene(
                 "type": SHAPES[int(model.geom_type[g])],
                 "size": [round(float(x), 4) for x in model.geom_size[g]],
                 "rgba": _rgba(model, g),
+                **(
+                    {"mesh": meshes.index(int(model.geom_dataid[g]))}
+                    if model.geom_type[g] == _MESH
+                    else {}
+                ),
             }
             for g in geoms
         ],
+        "meshes": [_mesh_triangles(model, k) for k in meshes],
         "pos": pos,
         "quat": quat,
         "target": target,

@@ -15,10 +15,14 @@ from accelrl.render.html import trajectory_scene
 
 SHAPES_XML = """
 <mujoco>
-  <asset><mesh name="tetra" vertex="0 0 0  1 0 0  0 1 0  0 0 1"/></asset>
+  <asset>
+    <mesh name="tetra" vertex="0 0 0  1 0 0  0 1 0  0 0 1"/>
+    <hfield name="ground" nrow="2" ncol="2" size="1 1 0.1 0.1"/>
+  </asset>
   <worldbody>
     <geom type="plane" size="0 0 1"/>
     <geom type="mesh" mesh="tetra" pos="3 3 0"/>
+    <geom type="hfield" hfield="ground" pos="-3 -3 0"/>
     <geom type="box" size="1 1 1" group="3"/>
     <body name="ball" pos="0 0 1">
       <freejoint/>
@@ -43,22 +47,28 @@ def ball_trajectory(frames):
 
 def test_scene_has_the_drawable_geoms_at_their_mujoco_poses():
     episodes = [ball_trajectory(5), ball_trajectory(3)]
-    with pytest.warns(UserWarning, match="mjGEOM_MESH"):
+    with pytest.warns(UserWarning, match="mjGEOM_HFIELD"):
         scene = trajectory_scene(SHAPES_XML, episodes, dt=0.05)
     types = [g["type"] for g in scene["geoms"]]
-    # group 3 is hidden in MuJoCo's viewers; the mesh is skipped with a warning
-    assert types == ["plane", "sphere", "capsule", "ellipsoid", "cylinder", "box"]
-    assert scene["geoms"][5]["rgba"] == [1, 0, 0, 1]
+    # group 3 is hidden in MuJoCo's viewers; the height field is skipped with a warning
+    assert types == ["plane", "mesh", "sphere", "capsule", "ellipsoid", "cylinder", "box"]
+    assert scene["geoms"][6]["rgba"] == [1, 0, 0, 1]
     assert scene["step"] == [[0, t] for t in range(5)] + [[1, t] for t in range(3)]
+    # the tetrahedron: 4 flat-shaded triangles with unit normals, around its centre
+    (tetra,) = scene["meshes"]
+    corners, normals = np.reshape(tetra["pos"], (4, 3, 3)), np.reshape(tetra["nrm"], (4, 3, 3))
+    np.testing.assert_allclose(np.linalg.norm(normals, axis=-1), 1, atol=1e-3)
+    np.testing.assert_allclose(corners.reshape(-1, 3).mean(axis=0), 0, atol=1e-4)
     qpos = np.concatenate(episodes)
-    pos = np.array(scene["pos"]).reshape(len(qpos), 6, 3)
-    quat = np.array(scene["quat"]).reshape(len(qpos), 6, 4)
-    np.testing.assert_allclose(pos[:, 1], qpos[:, :3], atol=1e-4)  # the sphere is the body
-    np.testing.assert_allclose(np.abs(np.sum(quat[:, 1] * qpos[:, 3:], axis=1)), 1, atol=1e-3)
+    pos = np.array(scene["pos"]).reshape(len(qpos), 7, 3)
+    quat = np.array(scene["quat"]).reshape(len(qpos), 7, 4)
+    np.testing.assert_allclose(pos[:, 1], np.tile([3.25, 3.25, 0.25], (len(qpos), 1)), atol=1e-4)
+    np.testing.assert_allclose(pos[:, 2], qpos[:, :3], atol=1e-4)  # the sphere is the body
+    np.testing.assert_allclose(np.abs(np.sum(quat[:, 2] * qpos[:, 3:], axis=1)), 1, atol=1e-3)
     # the capsule sits 0.3 along the body's x axis, which turns with the body
     angle = 2.0 * np.linspace(0, 1, 5)
     offset = 0.3 * np.stack([np.cos(angle), np.sin(angle), 0 * angle], axis=1)
-    np.testing.assert_allclose(pos[:5, 2], qpos[:5, :3] + offset, atol=1e-4)
+    np.testing.assert_allclose(pos[:5, 3], qpos[:5, :3] + offset, atol=1e-4)
 
 
 def test_page_is_self_contained(tmp_path):
@@ -88,3 +98,22 @@ def test_chromium_draws_the_trajectory(tmp_path):
     drawn = np.abs(canvas - background).sum(axis=1) > 30
     assert drawn.mean() > 0.2, f"only {drawn.mean():.1%} of the canvas differs from the background"
     assert len(np.unique(canvas, axis=0)) > 100  # shaded geometry, not a flat fill
+
+
+def test_chromium_draws_a_mesh(tmp_path):
+    """A mesh geom alone, filling the view: the page draws its triangles."""
+    browser = chromium()
+    if browser is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run installs it)")
+    xml = """<mujoco><asset><mesh name="rock" vertex="-1 -1 -1  1 -1 -1  0 1 -1  0 0 1  .3 .2 .9"/>
+      </asset><worldbody><body><freejoint/><geom type="mesh" mesh="rock" rgba="1 .5 0 1"/>
+      </body></worldbody></mujoco>"""
+    page, png = tmp_path / "rock.html", tmp_path / "rock.png"
+    write_render(page, xml, [np.array([[0, 0, 0, 1, 0, 0, 0]] * 3)], dt=0.02)
+    screenshot(browser, page, png, tmp_path / "png", size=(320, 240))
+    import imageio.v3 as iio
+
+    canvas = iio.imread(png)[:200, :, :3].reshape(-1, 3).astype(int)
+    orange = (canvas[:, 0] > 2 * canvas[:, 2] + 40) & (canvas[:, 0] > 100)
+    assert orange.mean() > 0.05, f"only {orange.mean():.1%} of the canvas shows the mesh"
+    assert len(np.unique(canvas[orange], axis=0)) > 2  # shaded faces, not one flat fill
