@@ -21,6 +21,8 @@ plane-ellipsoid    1      exact (as MuJoCo): the ellipsoid's support point
 plane-mesh         4      as MuJoCo 4.0: the convex hull's vertex deepest below the plane
                           and up to three more of the hull face around it that faces the
                           plane most directly (the four of most area)
+sphere-mesh        1      exact: the closest point of the convex hull, or inside it the
+                          face of least penetration (MuJoCo's GJK/EPA result)
 plane-cylinder     4      exact (as MuJoCo): the nearest rim points of both caps, and two
                           more on the nearer cap's rim (a triangle with the first)
 sphere-sphere      1      exact; coincident centres get normal +x (as MuJoCo)
@@ -41,8 +43,10 @@ capsule-cylinder   1      the deepest point of the segment in the cylinder SDF
 box-box            8      approximation: corners of each box against the other box's
                           SDF, the 8 deepest kept; edge-edge crossings are missed
 =================  =====  =========================================================
-Other pairs with a cylinder (cylinder-cylinder, cylinder-box), an ellipsoid or a mesh
-(anything but a plane) have no function here.
+Other pairs with a cylinder (cylinder-cylinder, cylinder-box), an ellipsoid (anything but a
+plane) or a mesh (capsules, boxes, cylinders, ellipsoids, other meshes) have no function
+here: MuJoCo's GJK/EPA (with its minimum-translation depth and multiple contacts) is not
+built.
 
 Conventions follow MuJoCo's ``mjContact``: ``dist`` is signed (negative = penetration),
 ``pos`` is midway between the two surfaces, ``frame`` rows are (normal, tangent1, tangent2)
@@ -83,6 +87,7 @@ _NUM_CONTACTS = {
     (GEOM_PLANE, GEOM_BOX): 4,
     (GEOM_PLANE, GEOM_ELLIPSOID): 1,
     (GEOM_PLANE, GEOM_MESH): _PLANE_MESH_CONTACTS,
+    (GEOM_SPHERE, GEOM_MESH): 1,
     (GEOM_SPHERE, GEOM_SPHERE): 1,
     (GEOM_SPHERE, GEOM_CAPSULE): 1,
     (GEOM_CAPSULE, GEOM_CAPSULE): 2,
@@ -302,6 +307,59 @@ def collide_plane_mesh(
     dist = jnp.concatenate([dist[first][None], jnp.where(keep, dist[idx], FAR)])
     pos = world[ids] - 0.5 * dist[:, None] * n
     return _stack(dist, pos, jnp.broadcast_to(n, (_PLANE_MESH_CONTACTS, 3)))
+
+
+def _closest_on_triangle(p: jax.Array, a: jax.Array, b: jax.Array, c: jax.Array) -> jax.Array:
+    """The point of triangle abc closest to p (Voronoi regions of its corners, edges and face;
+    a degenerate triangle a = b = c gives a)."""
+    ab, ac, ap, bp, cp = b - a, c - a, p - a, p - b, p - c
+    d1, d2, d3, d4, d5, d6 = ab @ ap, ac @ ap, ab @ bp, ac @ bp, ab @ cp, ac @ cp
+    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
+
+    def ratio(num: jax.Array, den: jax.Array) -> jax.Array:
+        return num / jnp.where(jnp.abs(den) > _EPS, den, 1.0)
+
+    face = a + ab * ratio(vb, va + vb + vc) + ac * ratio(vc, va + vb + vc)
+    point = face
+    for cond, value in (  # the last that holds wins: reverse priority order
+        ((va <= 0) & (d4 >= d3) & (d5 >= d6), b + (c - b) * ratio(d4 - d3, d4 - d3 + d5 - d6)),
+        ((vb <= 0) & (d2 >= 0) & (d6 <= 0), a + ac * ratio(d2, d2 - d6)),
+        ((d6 >= 0) & (d5 <= d6), c),
+        ((vc <= 0) & (d1 >= 0) & (d3 <= 0), a + ab * ratio(d1, d1 - d3)),
+        ((d3 >= 0) & (d4 <= d3), b),
+        ((d1 <= 0) & (d2 <= 0), a),
+    ):
+        point = jnp.where(cond, value, point)
+    return point
+
+
+def _hull_sdf(p: jax.Array, hull: Hull) -> tuple[jax.Array, jax.Array]:
+    """Signed distance of a point (hull frame) to a convex hull, and the outward normal:
+    outside, from the closest point of its triangles; inside, the face of least penetration
+    (what MuJoCo's GJK/EPA returns for a sphere)."""
+    valid = hull.poly_vert[:, 0] >= 0
+    offset = jnp.sum(hull.poly_normal * hull.vertices[jnp.maximum(hull.poly_vert[:, 0], 0)], -1)
+    plane = jnp.where(valid, hull.poly_normal @ p - offset, -jnp.inf)
+    face = jnp.argmax(plane)
+    tri = hull.vertices[hull.triangles]  # [t, 3, 3]
+    closest = jax.vmap(_closest_on_triangle, (None, 0, 0, 0))(p, tri[:, 0], tri[:, 1], tri[:, 2])
+    gap = _safe_norm(closest - p)
+    near = jnp.argmin(gap)
+    inside = plane[face] < 0
+    normal = jnp.where(
+        inside, hull.poly_normal[face], _normalize(p - closest[near], hull.poly_normal[face])
+    )
+    return jnp.where(inside, plane[face], gap[near]), normal
+
+
+def collide_sphere_mesh(
+    pos1: jax.Array, size1: jax.Array, pos2: jax.Array, mat2: jax.Array, hull: Hull
+) -> Contact:
+    """Sphere against a mesh's convex hull: 1 contact, exact (MuJoCo's GJK/EPA gives it)."""
+    sdf, n_local = _hull_sdf(mat2.T @ (pos1 - pos2), hull)
+    n = mat2 @ n_local  # out of the mesh, towards the sphere's centre
+    dist = sdf - size1[0]
+    return _stack(dist[None], (pos1 - n * (size1[0] + 0.5 * dist))[None], -n[None])
 
 
 def collide_sphere_sphere(
@@ -611,10 +669,13 @@ def collide(
         return collide_plane_box(pos1, mat1, pos2, mat2, size2, margin)
     if key == (GEOM_PLANE, GEOM_ELLIPSOID):
         return collide_plane_ellipsoid(pos1, mat1, pos2, mat2, size2)
+    if type2 == GEOM_MESH and hull2 is None:
+        raise ValueError("a mesh geom needs its convex hull (hull2)")
     if key == (GEOM_PLANE, GEOM_MESH):
-        if hull2 is None:
-            raise ValueError("a mesh geom needs its convex hull (hull2)")
         return collide_plane_mesh(pos1, mat1, pos2, mat2, hull2)
+    if key == (GEOM_SPHERE, GEOM_MESH):
+        return collide_sphere_mesh(pos1, size1, pos2, mat2, hull2)
+
     if key == (GEOM_SPHERE, GEOM_SPHERE):
         return collide_sphere_sphere(pos1, size1, pos2, size2)
     if key == (GEOM_SPHERE, GEOM_CAPSULE):

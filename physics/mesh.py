@@ -40,6 +40,7 @@ class Hull(NamedTuple):
     # [p, k, 3]: with the face's k-th vertex deepest, the three others that MuJoCo's hull4f
     # keeps (the most area with it; -1 where the face has fewer)
     poly_pick: np.ndarray
+    triangles: np.ndarray  # [t, 3] the hull's triangles (padding: vertex 0 three times)
 
 
 class Mesh(NamedTuple):
@@ -278,12 +279,14 @@ def _hull_data(hull: ConvexHull, rot: np.ndarray, com: np.ndarray) -> Hull:
     vert_polys = np.full((len(ids), max(len(a) for a in around)), -1)
     for v, polys in enumerate(around):
         vert_polys[v, : len(polys)] = polys
-    return Hull(vertices, vert_polys, normals @ rot, poly_vert, poly_pick)
+    triangles = np.vectorize(local.get)(hull.simplices)
+    return Hull(vertices, vert_polys, normals @ rot, poly_vert, poly_pick, triangles)
 
 
 def hull_tables(hulls: list[Hull]) -> Hull:
     """Hulls stacked along a new first axis, each table padded to the largest: extra vertices
-    repeat vertex 0 (never deeper than it), extra indices are -1."""
+    repeat vertex 0 (never deeper than it), extra triangles are vertex 0 three times (a point
+    of the hull), other extra indices are -1."""
     if not hulls:  # no colliding mesh: empty tables of the right ranks
         return Hull(
             np.zeros((0, 1, 3)),
@@ -291,18 +294,20 @@ def hull_tables(hulls: list[Hull]) -> Hull:
             np.zeros((0, 1, 3)),
             np.zeros((0, 1, 1), np.int32),
             np.zeros((0, 1, 1, 3), np.int32),
+            np.zeros((0, 1, 3), np.int32),
         )
     shapes = [np.max([getattr(h, f).shape for h in hulls], axis=0) for f in Hull._fields]
     out = []
     for field, shape in zip(Hull._fields, shapes, strict=True):
-        fill = 0.0 if field in ("vertices", "poly_normal") else -1
-        table = np.full((len(hulls), *shape), fill)
+        real = field in ("vertices", "poly_normal")
+        fill = 0 if real or field == "triangles" else -1
+        table = np.full((len(hulls), *shape), fill, np.float64 if real else np.int32)
         for i, h in enumerate(hulls):
             x = getattr(h, field)
             if field == "vertices":
                 table[i] = x[0]
             table[(i, *(slice(0, n) for n in x.shape))] = x
-        out.append(table if fill == 0.0 else table.astype(np.int32))
+        out.append(table)
     return Hull(*out)
 
 

@@ -140,6 +140,46 @@ def test_plane_mesh_contacts_match_mujoco(shape):
     assert len(counts) > 1  # the poses reach faces, edges and corners
 
 
+def test_sphere_mesh_contacts_match_mujoco():
+    """Outside the hull: its closest point; centre inside: the face of least penetration.
+    MuJoCo's EPA places the point to about 1e-4 when the centre is inside; depth and normal
+    agree to float32."""
+    xml = f"""<mujoco><asset><mesh name="m" vertex="{_floats(_rock())}"/></asset><worldbody>
+      <body><freejoint/><geom type="sphere" size=".03"/></body>
+      <body euler="10 20 30"><geom type="mesh" mesh="m"/></body></worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(xml)
+    rng = np.random.default_rng(2)
+    touching = 0
+    for _ in range(80):
+        direction = rng.normal(size=3)
+        d.qpos[:3] = direction / np.linalg.norm(direction) * rng.uniform(0.0, 0.15)
+        mujoco.mj_forward(m, d)
+        dist, pos = (np.asarray(x) for x in _contact_points(sys, jnp.asarray(d.qpos, jnp.float32)))
+        assert (dist < 0).sum() == d.ncon
+        if d.ncon:
+            touching += 1
+            np.testing.assert_allclose(dist[0], d.contact.dist[0], atol=2e-6)
+            np.testing.assert_allclose(pos[0], d.contact.pos[0], atol=5e-4)
+    assert touching > 20
+
+
+def test_ball_rolls_off_a_mesh_like_mujoco():
+    xml = f"""<mujoco><asset><mesh name="rock" vertex="{_floats(_rock())}"/></asset>
+      <worldbody><geom type="plane" size="2 2 .1"/>
+        <geom type="mesh" mesh="rock" pos="0 0 .05" euler="10 20 30"/>
+        <body pos=".01 .02 .25"><freejoint/><geom type="sphere" size=".04"/></body>
+      </worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(xml)
+    state = drive_alongside(sys, m, d, [np.zeros(0)] * 40, substeps=10)
+    assert d.qpos[2] < 0.05  # it came down on the rock and rolled off it to the floor
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
+
+
 def test_mesh_body_tumbles_bounces_and_settles_like_mujoco():
     xml = f"""<mujoco><asset><mesh name="rock" vertex="{_floats(_rock())}"/></asset>
       <worldbody><geom type="plane" size="2 2 .1"/>
@@ -159,18 +199,24 @@ def test_mesh_body_tumbles_bounces_and_settles_like_mujoco():
 
 
 def test_gradient_through_mesh_contacts_is_finite():
-    xml = f"""<mujoco><asset><mesh name="m" vertex="{_floats(_prism(6))}"/></asset>
+    """A prism sliding on the floor and a ball rolling on a fixed rock (plane-mesh and
+    sphere-mesh contacts)."""
+    xml = f"""<mujoco><asset><mesh name="m" vertex="{_floats(_prism(6))}"/>
+        <mesh name="rock" vertex="{_floats(_rock())}"/></asset>
       <worldbody><geom type="plane" size="2 2 .1"/>
+        <geom type="mesh" mesh="rock" pos="1 0 .05" contype="2" conaffinity="2"/>
         <body pos="0 0 .06"><freejoint/><geom type="mesh" mesh="m"/></body>
+        <body pos="1 0 .2"><freejoint/><geom type="sphere" size=".04" contype="3" conaffinity="3"/>
+        </body>
       </worldbody></mujoco>"""
     sys = physics.load_mjcf(xml)
 
     def height_after(vx: jax.Array) -> jax.Array:
-        qd = jnp.zeros(6).at[0].set(vx).at[4].set(vx)
+        qd = jnp.zeros(12).at[0].set(vx).at[4].set(vx).at[6].set(vx)
         state = jax.lax.fori_loop(
             0, 100, lambda _, s: physics.step(sys, s, jnp.zeros(0)), physics.init(sys, None, qd)
         )
-        return state.q[2] + state.q[0]
+        return state.q[2] + state.q[0] + state.q[7] + state.q[9]
 
     assert np.isfinite(jax.jit(jax.grad(height_after))(1.0))
 
