@@ -78,22 +78,23 @@ def row_cost(jar: jax.Array, D: jax.Array, R: jax.Array, bounds: Bounds | None) 
 
 
 class Cones(NamedTuple):
-    """Elliptic friction cones (MuJoCo's cone="elliptic", condim 3): the last 3 n rows of J are
-    n contacts' (normal, tangent 1, tangent 2) rows, whose cost is MuJoCo's squared distance
-    to the cone in the space U = (mu jar_n, f jar_t1, f jar_t2): zero inside the cone
-    N >= mu T (N = U_n, T = |U_t|), quadratic 1/2 sum D jar^2 inside its dual (mu N + T <= 0),
-    and 1/2 Dm (N - mu T)^2 between, Dm = D_n / (mu^2 (1 + mu^2)). Slots with `on` False are
-    frictionless: their normal row is an ordinary inequality and their tangent rows carry
-    nothing."""
+    """Elliptic friction cones (MuJoCo's cone="elliptic"): the last (1 + d) n rows of J are n
+    contacts' rows, the normal and d friction directions (tangents 1 and 2; torsional and
+    rolling for condim 4 and 6), whose cost is MuJoCo's squared distance to the cone in the
+    space U = (mu jar_n, f_1 jar_1, ..., f_d jar_d): zero inside the cone N >= mu T (N = U_n,
+    T = |U_f|), quadratic 1/2 sum D jar^2 inside its dual (mu N + T <= 0), and
+    1/2 Dm (N - mu T)^2 between, Dm = D_n / (mu^2 (1 + mu^2)). A direction with friction 0 is
+    not part of the cone (a contact of lower condim). Slots with `on` False are frictionless:
+    their normal row is an ordinary inequality and their friction rows carry nothing."""
 
-    mu: jax.Array  # [n] friction / sqrt(impratio) (MuJoCo's con->mu)
-    friction: jax.Array  # [n] sliding friction (the tangent rows' coefficient)
-    on: jax.Array  # [n] bool: frictional (condim 3)
+    mu: jax.Array  # [n] sliding friction / sqrt(impratio) (MuJoCo's con->mu)
+    friction: jax.Array  # [n, d] each friction direction's coefficient (0: not one)
+    on: jax.Array  # [n] bool: frictional (condim > 1)
 
 
 def _cone_geometry(jar3: jax.Array, cones: Cones) -> tuple:
-    """(U [n, 3], N, T, zones top/bottom/middle) of the cones' rows jar3 [n, 3]."""
-    scale = jnp.stack([cones.mu, cones.friction, cones.friction], axis=-1)
+    """(U [n, 1 + d], N, T, zones top/bottom/middle) of the cones' rows jar3 [n, 1 + d]."""
+    scale = jnp.concatenate([cones.mu[:, None], cones.friction], axis=-1)
     u = scale * jar3
     t2 = jnp.sum(u[:, 1:] ** 2, axis=-1)
     t = jnp.where(t2 > 0.0, jnp.sqrt(jnp.where(t2 > 0.0, t2, 1.0)), 0.0)  # (finite gradient)
@@ -115,11 +116,12 @@ def _unit_tangent(u: jax.Array, n: jax.Array, t: jax.Array, middle: jax.Array) -
 
 
 def cone_forces(jar3: jax.Array, D3: jax.Array, cones: Cones) -> jax.Array:
-    """[n, 3] row forces (normal, t1, t2) of the cones at jar3, -d cost / d jar."""
+    """[n, 1 + d] row forces (normal, friction directions) of the cones at jar3, the cost's
+    -d / d jar."""
     _, u, n, t, _, bottom, middle = _cone_geometry(jar3, cones)
     e, _ = _unit_tangent(u, n, t, middle)
     normal = -_cone_mass(D3, cones) * (n - cones.mu * t) * cones.mu
-    tangent = -normal[:, None] * e * cones.friction[:, None]
+    tangent = -normal[:, None] * e * cones.friction
     between = jnp.concatenate([normal[:, None], tangent], axis=-1)
     force = jnp.where(bottom[:, None], -D3 * jar3, jnp.where(middle[:, None], between, 0.0))
     frictionless = jnp.zeros_like(jar3).at[:, 0].set(-D3[:, 0] * jnp.minimum(jar3[:, 0], 0.0))
@@ -140,14 +142,14 @@ def cone_cost(jar3: jax.Array, D3: jax.Array, cones: Cones) -> jax.Array:
 
 
 def cone_hessians(jar3: jax.Array, D3: jax.Array, cones: Cones) -> jax.Array:
-    """[n, 3, 3] each cone's cost Hessian in jar (MuJoCo's contact H; PSD)."""
+    """[n, 1 + d, 1 + d] each cone's cost Hessian in jar (MuJoCo's contact H; PSD)."""
     scale, u, n, t, _, bottom, middle = _cone_geometry(jar3, cones)
     mu = cones.mu
     e, r = _unit_tangent(u, n, t, middle)
     corner = -mu[:, None] * e  # d2 / dN dU_t
     tangent = (mu * r)[:, None, None] * e[:, :, None] * e[:, None, :] + (mu * mu - mu * r)[
         :, None, None
-    ] * jnp.eye(2)
+    ] * jnp.eye(cones.friction.shape[-1])
     h_u = jnp.concatenate(
         [
             jnp.concatenate([jnp.ones_like(mu)[:, None, None], corner[:, None, :]], axis=2),
@@ -158,7 +160,8 @@ def cone_hessians(jar3: jax.Array, D3: jax.Array, cones: Cones) -> jax.Array:
     h_mid = _cone_mass(D3, cones)[:, None, None] * scale[:, :, None] * h_u * scale[:, None, :]
     h_quad = jax.vmap(jnp.diag)(D3)
     h = jnp.where(bottom[:, None, None], h_quad, jnp.where(middle[:, None, None], h_mid, 0.0))
-    frictionless = jax.vmap(jnp.diag)(D3 * jnp.array([1.0, 0.0, 0.0]) * (jar3[:, :1] < 0.0))
+    normal_only = (jnp.arange(D3.shape[-1]) == 0) * (jar3[:, :1] < 0.0)
+    frictionless = jax.vmap(jnp.diag)(D3 * normal_only)
     return jnp.where(cones.on[:, None, None], h, frictionless)
 
 
@@ -191,22 +194,21 @@ def _cone_line_derivatives(
 
 
 ConeRows = tuple[jax.Array, Cones]
-"""(D3 [n, 3], cones): the cone rows' D and the cones, split off the row-wise rows."""
+"""(D3 [n, 1 + d], cones): the cone rows' D and the cones, split off the row-wise rows."""
 
 
-def _last3(x: jax.Array, D3: jax.Array) -> jax.Array:
-    """The cone rows of a full row vector x, as [n, 3] (the cones' rows come last)."""
-    k = D3.size
-    return x[x.shape[0] - k :].reshape(-1, 3)
+def _cone_part(x: jax.Array, D3: jax.Array) -> jax.Array:
+    """The cone rows of a full row vector x, as [n, 1 + d] (the cones' rows come last)."""
+    return x[x.shape[0] - D3.size :].reshape(D3.shape)
 
 
 def split_cones(D: jax.Array, cones: Cones | None) -> tuple[jax.Array, ConeRows | None]:
     """(D of the row-wise rows, cone rows zeroed; the cone rows) for `cones` (None: none)."""
     if cones is None:
         return D, None
-    k = 3 * cones.mu.shape[0]
-    start = D.shape[0] - k
-    return D.at[start:].set(0.0), (D[start:].reshape(-1, 3), cones)
+    width = 1 + cones.friction.shape[-1]
+    start = D.shape[0] - width * cones.mu.shape[0]
+    return D.at[start:].set(0.0), (D[start:].reshape(-1, width), cones)
 
 
 def _neg_forces(
@@ -217,7 +219,9 @@ def _neg_forces(
     if cone_rows is None:
         return out
     D3, cones = cone_rows
-    return out.at[out.shape[0] - D3.size :].set(-cone_forces(_last3(jar, D3), D3, cones).ravel())
+    return out.at[out.shape[0] - D3.size :].set(
+        -cone_forces(_cone_part(jar, D3), D3, cones).ravel()
+    )
 
 
 def total_cost(
@@ -229,7 +233,7 @@ def total_cost(
     if cone_rows is None:
         return cost
     D3, cones = cone_rows
-    return cost + cone_cost(_last3(jar, D3), D3, cones)
+    return cost + cone_cost(_cone_part(jar, D3), D3, cones)
 
 
 class SolverResult(NamedTuple):
@@ -294,27 +298,28 @@ def regularizer(diag_approx: jax.Array, d: jax.Array) -> jax.Array:
     return jnp.maximum((1.0 - d) / d * diag_approx, MINVAL)
 
 
-def pyramid_jacobian(jac_rel: jax.Array, frame: jax.Array, mu: jax.Array) -> jax.Array:
-    """[4, nv] edge rows of MuJoCo's condim-3 pyramidal cone.
+def pyramid_jacobian(jn: jax.Array, jf: jax.Array, mu: jax.Array) -> jax.Array:
+    """[2 d, nv] edge rows of MuJoCo's pyramidal cone with d friction directions.
 
-    ``jac_rel`` [3, nv] is the world-frame translational Jacobian of the contact point on
-    geom2's body minus that on geom1's body (relative velocity), ``frame`` [3, 3] the contact
-    frame rows (normal, t1, t2), ``mu`` the sliding friction. Row order as MuJoCo:
-    n + mu t1, n - mu t1, n + mu t2, n - mu t2.
+    ``jn`` [nv] is the contact's normal row, ``jf`` [d, nv] its friction rows (the relative
+    velocity of geom2 against geom1 along tangent 1 and 2; then the relative angular velocity
+    about the normal, torsional, and about the tangents, rolling), ``mu`` [d] their friction
+    coefficients. Row order as MuJoCo: n + mu_1 f_1, n - mu_1 f_1, n + mu_2 f_2, ...
     """
-    jn, jt1, jt2 = frame @ jac_rel
-    return jnp.stack([jn + mu * jt1, jn - mu * jt1, jn + mu * jt2, jn - mu * jt2])
+    edge = mu[:, None] * jf
+    return jnp.stack([jn + edge, jn - edge], axis=1).reshape(-1, jn.shape[-1])
 
 
 def pyramid_diag_approx(
-    invweight: jax.Array, mu: jax.Array, impratio: jax.Array | float = 1.0
+    invweight: jax.Array, mu: jax.Array, impratio: jax.Array | float = 1.0, edges: int = 4
 ) -> jax.Array:
-    """A_ii MuJoCo uses for every pyramid edge: 2 mu^2 (1 + mu^2) invweight / impratio.
+    """A_ii MuJoCo uses for every pyramid edge: 2 mu^2 (1 + mu^2) invweight / impratio, mu
+    the sliding friction (for the torsional and rolling edges too, as MuJoCo 4.0).
 
     ``invweight`` is the sum of the two bodies' translational ``body_invweight0``
     (computed by MuJoCo at qpos0); with R = (1 - d) / d * A_ii this reproduces efc_R.
     """
-    return jnp.broadcast_to(2.0 * mu * mu * (1.0 + mu * mu) * invweight / impratio, (4,))
+    return jnp.broadcast_to(2.0 * mu * mu * (1.0 + mu * mu) * invweight / impratio, (edges,))
 
 
 def body_invweight0(M: jax.Array, jacp: jax.Array, jacr: jax.Array) -> jax.Array:
@@ -343,9 +348,10 @@ def dof_invweight0(M: jax.Array, group: jax.Array, ngroup: int) -> jax.Array:
 
 
 def pyramid_force(efc_force: jax.Array, mu: jax.Array) -> jax.Array:
-    """Contact force [3] in the contact frame (normal, t1, t2) from the 4 edge forces."""
-    f = efc_force
-    return jnp.stack([jnp.sum(f), mu * (f[0] - f[1]), mu * (f[2] - f[3])])
+    """Contact force [1 + d] in the contact frame (normal, then along each friction
+    direction) from the 2 d edge forces, ``mu`` [d] the directions' friction."""
+    pairs = efc_force.reshape(-1, 2)
+    return jnp.concatenate([jnp.sum(efc_force)[None], mu * (pairs[:, 0] - pairs[:, 1])])
 
 
 def soft_rows(
@@ -392,7 +398,7 @@ class _Line(NamedTuple):
         h = self.dMd + jnp.sum(act * self.jd * self.jd)
         if self.cones is not None:
             D3, cones = self.cones
-            cg, ch = _cone_line_derivatives(_last3(j, D3), _last3(self.jd, D3), D3, cones)
+            cg, ch = _cone_line_derivatives(_cone_part(j, D3), _cone_part(self.jd, D3), D3, cones)
             g, h = g + cg, h + ch
         return g, h
 
@@ -545,8 +551,8 @@ def solve(
         if cone_rows is None:
             return h
         D3, cones = cone_rows
-        jc = J[J.shape[0] - D3.size :].reshape(-1, 3, J.shape[1])
-        blocks = cone_hessians(_last3(jar, D3), D3, cones)
+        jc = J[J.shape[0] - D3.size :].reshape(*D3.shape, J.shape[1])
+        blocks = cone_hessians(_cone_part(jar, D3), D3, cones)
         return h + jnp.einsum("cin,cij,cjm->nm", jc, blocks, jc)
 
     def gradient(M, qacc_smooth, J, aref, D, R, bounds, cone_rows, qacc):  # noqa: ANN001, ANN202

@@ -65,6 +65,9 @@ class ContactState(NamedTuple):
     pos: jax.Array  # [ncon, 3] world position
     frame: jax.Array  # [ncon, 3, 3] rows: normal (geom1 -> geom2), tangent1, tangent2
     force: jax.Array  # [ncon, 3] contact-frame force on geom2, zero when inactive
+    # [ncon, 3] contact-frame torque on geom2 (torsional about the normal, rolling about the
+    # tangents: condim 4 and 6), zero otherwise; force and torque are MuJoCo's mj_contactForce
+    torque: jax.Array
 
 
 class ConstraintResult(NamedTuple):
@@ -147,7 +150,7 @@ class _Layout:
     slot_b1: np.ndarray
     slot_b2: np.ndarray
     slot_g2: np.ndarray
-    slot_condim1: np.ndarray  # [ncon] bool: frictionless slot (one row)
+    slot_condim: np.ndarray  # [ncon] the contact's condim: 1, 3, 4 or 6
     pair_g1: np.ndarray  # [npair]
     pair_g2: np.ndarray
     pair_win: np.ndarray  # [npair] 0 equal priority, 1 geom1 wins, 2 geom2 wins
@@ -163,6 +166,17 @@ class _Layout:
     @property
     def ncon(self) -> int:
         return len(self.slot_pair)
+
+    @property
+    def slot_condim1(self) -> np.ndarray:
+        """[ncon] bool: frictionless slots (one row)."""
+        return self.slot_condim == 1
+
+    @property
+    def friction_dims(self) -> int:
+        """Friction directions a contact slot has rows for: 2 (sliding), 3 with a condim-4
+        (torsional) contact in the model, 5 with a condim-6 (rolling) one."""
+        return max(3, int(self.slot_condim.max(initial=3))) - 1
 
     @property
     def nlim(self) -> int:
@@ -228,7 +242,7 @@ def _layout(sys: System) -> _Layout:
         slot_b1=gbody[pair_g1[slot_pair]] if len(pairs) else np.zeros(0, np.int32),
         slot_b2=gbody[pair_g2[slot_pair]] if len(pairs) else np.zeros(0, np.int32),
         slot_g2=pair_g2[slot_pair] if len(pairs) else np.zeros(0, np.int32),
-        slot_condim1=(condim[slot_pair] == 1) if len(pairs) else np.zeros(0, bool),
+        slot_condim=condim[slot_pair] if len(pairs) else np.zeros(0, np.int32),
         pair_g1=pair_g1,
         pair_g2=pair_g2,
         pair_win=win,
@@ -271,14 +285,14 @@ def check_supported(sys: System) -> list[str]:
         i
         for i, (g1, g2) in enumerate(zip(lay.pair_g1, lay.pair_g2, strict=True))
         if {1: cond[g1], 2: cond[g2]}.get(int(lay.pair_win[i]), max(cond[g1], cond[g2]))
-        not in (1, 3)
+        not in (1, 3, 4, 6)
     ]
     if bad:  # one problem for all such pairs (a model can have hundreds), a few named
         named = [(sys.geom_names[lay.pair_g1[i]], sys.geom_names[lay.pair_g2[i]]) for i in bad]
         more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
         problems.append(
-            f"{len(bad)} geom pair(s) would make contacts of a condim other than 1 and 3, "
-            f"which are the supported ones: {', '.join(map(str, named[:3]))}{more}"
+            f"{len(bad)} geom pair(s) would make contacts of condim other than 1, 3, 4 and 6: "
+            f"{', '.join(map(str, named[:3]))}{more}"
         )
     return problems
 
@@ -346,7 +360,8 @@ def invweights(sys: System) -> tuple[jax.Array, ...]:
 
 
 def _pair_params(sys: System, lay: _Layout) -> tuple:
-    """Per-pair (mu, margin, solref, solimp) as MuJoCo's mj_collideGeoms/mj_contactParam.
+    """Per-pair (friction [npair, 3]: sliding, torsional, rolling; margin, solref, solimp) as
+    MuJoCo's mj_collideGeoms/mj_contactParam.
 
     geom `gap` is left out: in MuJoCo 4.0 it only widens the detection of inactive contacts
     (reported, never solved), and a contact's rows start at the summed margin."""
@@ -372,7 +387,7 @@ def _pair_params(sys: System, lay: _Layout) -> tuple:
     solref = pick(r1, r2, solref)
     solimp = mix * sys.geom_solimp[g1] + (1 - mix) * sys.geom_solimp[g2]
     margin = sys.geom_margin[g1] + sys.geom_margin[g2]  # MuJoCo sums the margins
-    return friction[:, 0], margin, solref, solimp
+    return friction, margin, solref, solimp
 
 
 def _collide_all(
@@ -407,16 +422,18 @@ MINMU = 1e-5  # mjMINMU: friction coefficients are at least this
 
 
 def rows_per_contact(sys: System) -> int:
-    """Rows of a contact slot: the 4 edges of the pyramidal cone, or the elliptic cone's
-    normal and two tangents."""
-    return 3 if sys.cone == "elliptic" else 4
+    """Rows of a contact slot: two pyramid edges per friction direction, or the elliptic
+    cone's normal and one row per friction direction (directions: see _Layout.friction_dims;
+    contacts of a lower condim leave the rest unused)."""
+    dims = _layout(sys).friction_dims
+    return 1 + dims if sys.cone == "elliptic" else 2 * dims
 
 
 class ContactRows(NamedTuple):
     """What the contact rows were built from, for the solve and its contact forces."""
 
     collision: ContactState  # all slots (pos: the active slots' points)
-    mu: jax.Array  # [nsel] sliding friction of the solved slots `sel`
+    friction: jax.Array  # [nsel, dims] the solved slots' friction per direction (0: none)
     frictionless: jax.Array  # [nsel] condim 1
     active: jax.Array  # [ncon]
     sel: jax.Array | np.ndarray  # the solved slots
@@ -507,40 +524,56 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         refs.append(sys.jnt_solref[j])
         imps.append(sys.jnt_solimp[j])
     if lay.ncon:
-        mu, margin, solref, solimp = _pair_params(sys, lay)
+        friction, margin, solref, solimp = _pair_params(sys, lay)
         c = _collide_all(sys, kin, lay, margin)
         sp = lay.slot_pair
-        mu, margin, solref, solimp = mu[sp], margin[sp], solref[sp], solimp[sp]
+        friction, margin, solref, solimp = friction[sp], margin[sp], solref[sp], solimp[sp]
         active = c.dist < margin
         cpos = jnp.where(active[:, None], c.pos, kin.geom_xpos[lay.slot_g2])
         sel = _solved_slots(c.dist - margin, sys.max_contacts)
-        jac = kinematics.point_jacobian(sys, kin, cpos, lay.slot_b2)[:, 3:]
+        dims = lay.friction_dims  # 2: sliding; 3: + torsional; 5: + rolling
+        part = slice(None) if dims > 2 else slice(3, None)  # angular rows only if needed
+        jac = kinematics.point_jacobian(sys, kin, cpos, lay.slot_b2)[:, part]
         if np.any(lay.slot_b1 != 0):
-            jac = jac - kinematics.point_jacobian(sys, kin, cpos, lay.slot_b1)[:, 3:]
-        jac, frame, mu_s, c1 = jac[sel], c.frame[sel], mu[sel], jnp.asarray(lay.slot_condim1)[sel]
+            jac = jac - kinematics.point_jacobian(sys, kin, cpos, lay.slot_b1)[:, part]
+        jac, frame, c1 = jac[sel], c.frame[sel], jnp.asarray(lay.slot_condim1)[sel]
+        lin = jnp.einsum("cij,cjn->cin", frame, jac[:, -3:])  # normal, tangent 1, tangent 2
+        jf = lin[:, 1:]
+        if dims > 2:  # about the normal (torsional), about the tangents (rolling)
+            jf = jnp.concatenate([jf, jnp.einsum("cij,cjn->cin", frame, jac[:, :3])], axis=1)
+            jf = jf[:, :dims]
+        f = friction[sel]
+        fdir = jnp.stack([f[:, 0], f[:, 0], f[:, 1], f[:, 2], f[:, 2]], axis=-1)[:, :dims]
+        has = np.arange(dims) < lay.slot_condim[:, None] - 1  # [ncon, dims] the slot's own
+        has = jnp.asarray(has)[sel]
+        fdir = jnp.where(has, jnp.maximum(fdir, MINMU), 0.0)  # MuJoCo's floor, mjMINMU
+        mu_s = jnp.maximum(f[:, 0], MINMU)
         tran = sys.body_invweight0[lay.slot_b1, 0] + sys.body_invweight0[lay.slot_b2, 0]
         tran = tran[sel]
         pos = jnp.where(active, c.dist - margin, 0.0)[sel]
         k = rows_per_contact(sys)
         cones = None
-        if sys.cone == "elliptic":  # rows normal, t1, t2; friction rows at position 0
-            J = jnp.einsum("cij,cjn->cin", frame, jac)
-            diag = tran[:, None] * jnp.array([1.0, 1.0 / sys.impratio, 1.0 / sys.impratio])
-            row_pos = pos[:, None] * jnp.array([1.0, 0.0, 0.0])
+        if sys.cone == "elliptic":  # rows normal, friction; friction rows at position 0
+            J = jnp.concatenate([lin[:, :1], jf], axis=1)
+            # A_ii of a friction row: tran mu_slide^2 / (mu_row^2 impratio), as MuJoCo 4.0
+            ratio = mu_s[:, None] ** 2 / (jnp.where(has, fdir, 1.0) ** 2 * sys.impratio)
+            diag = tran[:, None] * jnp.concatenate([jnp.ones_like(ratio[:, :1]), ratio], axis=1)
+            row_pos = pos[:, None] * (jnp.arange(k) == 0)
             imp_pos = jnp.repeat(pos, k)  # one impedance per contact, from its distance
-            mu_s = jnp.maximum(mu_s, MINMU)
-            cones = con.Cones(mu_s / jnp.sqrt(sys.impratio), mu_s, ~c1)
+            cones = con.Cones(mu_s / jnp.sqrt(sys.impratio), fdir, ~c1)
+            rows_ok = jnp.concatenate([jnp.ones_like(has[:, :1]), has], axis=1)
         else:
-            J = jax.vmap(con.pyramid_jacobian)(jac, frame, mu_s)  # [nsel, 4, nv]
-            diag = jax.vmap(con.pyramid_diag_approx, (0, 0, None))(tran, mu_s, sys.impratio)
+            J = jax.vmap(con.pyramid_jacobian)(lin[:, 0], jf, fdir)  # [nsel, 2 dims, nv]
+            diag = jax.vmap(con.pyramid_diag_approx, (0, 0, None, None))(
+                tran, mu_s, sys.impratio, k
+            )
             row_pos = jnp.repeat(pos[:, None], k, axis=1)
             imp_pos = None
-        rows_ok = jnp.ones((len(sel), k), bool)
+            rows_ok = jnp.repeat(has, 2, axis=1)
         if np.any(lay.slot_condim1):
-            jn = jnp.einsum("ci,cin->cn", frame[:, 0], jac)
-            J = jnp.where(c1[:, None, None], jn[:, None, :], J)
+            J = jnp.where(c1[:, None, None], lin[:, :1], J)
             diag = jnp.where(c1[:, None], tran[:, None], diag)
-            rows_ok = rows_ok & ~(c1[:, None] & (jnp.arange(k) > 0))
+            rows_ok = jnp.where(c1[:, None], jnp.arange(k) == 0, rows_ok)
         Js.append(J.reshape(-1, nv))
         poss.append(row_pos.reshape(-1))
         if imp_pos is not None:
@@ -549,7 +582,7 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         diags.append(diag.reshape(-1))
         refs.append(jnp.repeat(solref[sel], k, axis=0))
         imps.append(jnp.repeat(solimp[sel], k, axis=0))
-        contact = ContactRows(c._replace(pos=cpos), mu_s, c1, active, sel, cones)
+        contact = ContactRows(c._replace(pos=cpos), fdir, c1, active, sel, cones)
     cat = jnp.concatenate
     J = cat(Js) if Js else jnp.zeros((0, nv), state.qd.dtype)
     unit_rows = (np.concatenate(unit_dofs), np.concatenate(unit_signs)) if unit_dofs else None
@@ -650,19 +683,20 @@ def solve_constraints(
     )
     if contact is None:
         return ConstraintResult(res.qfrc_constraint, res.qacc, empty, jnp.zeros((nb, 6), dtype))
-    c, mu_s, c1 = contact.collision, contact.mu, contact.frictionless  # of the solved slots
+    c, fdir, c1 = contact.collision, contact.friction, contact.frictionless  # solved slots
     active, sel = contact.active, contact.sel
     k = rows_per_contact(sys)
     f = res.efc_force[-k * len(sel) :].reshape(len(sel), k)  # the contacts' rows come last
     if cones is not None:  # the rows are the force in the contact frame
         local = f
-    else:
-        local = jax.vmap(con.pyramid_force)(f, mu_s)
+    else:  # [nsel, 1 + dims]: normal, then along each friction direction
+        local = jax.vmap(con.pyramid_force)(f, fdir)
     if np.any(lay.slot_condim1):  # frictionless: the normal row alone
-        local = jnp.where(c1[:, None], f[:, :3] * jnp.array([1.0, 0.0, 0.0]), local)
-    local = jnp.zeros((lay.ncon, 3), local.dtype).at[sel].set(local)
+        local = jnp.where(c1[:, None], f[:, :1] * (jnp.arange(local.shape[1]) == 0), local)
+    # MuJoCo's mj_contactForce: (normal, tangent 1, tangent 2, torsional, rolling 1, rolling 2)
+    local = jnp.zeros((lay.ncon, 6), local.dtype).at[sel, : local.shape[1]].set(local)
     local = jnp.where(active[:, None], local, 0.0)
-    cstate = ContactState(c.dist, c.pos, c.frame, local)
+    cstate = ContactState(c.dist, c.pos, c.frame, local[:, :3], local[:, 3:])
     return ConstraintResult(
         res.qfrc_constraint, res.qacc, cstate, _cfrc_ext(sys, state.kin, lay, cstate)
     )
@@ -675,6 +709,7 @@ def empty_contact(sys: System, dtype: jnp.dtype = jnp.float32) -> ContactState:
         jnp.full((n,), col.FAR, dtype),
         jnp.zeros((n, 3), dtype),
         jnp.broadcast_to(jnp.eye(3, dtype=dtype), (n, 3, 3)),
+        jnp.zeros((n, 3), dtype),
         jnp.zeros((n, 3), dtype),
     )
 
@@ -693,7 +728,10 @@ def _cfrc_ext(sys: System, kin: kinematics.Kinematics, lay: _Layout, c: ContactS
         if not np.any(body != 0):
             continue
         ref = kin.subtree_com[topo.body_root[body]]
-        wrench = jnp.concatenate([jnp.cross(c.pos - ref, fw), fw], axis=-1)
+        torque = jnp.cross(c.pos - ref, fw)
+        if lay.friction_dims > 2:  # torsional and rolling friction's own torque
+            torque = torque + jnp.einsum("ci,cij->cj", c.torque, c.frame)
+        wrench = jnp.concatenate([torque, fw], axis=-1)
         scatter = np.zeros((nb, n), np.float32)
         scatter[body, np.arange(n)] = sign
         scatter[0] = 0.0

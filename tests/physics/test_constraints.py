@@ -104,7 +104,8 @@ def _ours(m, d):
     )
     mu = float(max(m.geom_friction[0, 0], m.geom_friction[1, 0]))
     jac_rel = jnp.zeros((3, m.nv)).at[:, :3].set(jnp.eye(3))  # sphere body minus world
-    Jc = con.pyramid_jacobian(jac_rel, c.frame[0], mu)
+    rows = c.frame[0] @ jac_rel  # normal, tangent 1, tangent 2
+    Jc = con.pyramid_jacobian(rows[0], rows[1:], jnp.full(2, mu))
     diag_c = con.pyramid_diag_approx(m.body_invweight0[1, 0], mu, m.opt.impratio)
     # upper and lower limit of the 4th dof: pos = distance to the limit, J = -/+ 1
     lo, hi = m.jnt_range[3]
@@ -144,7 +145,7 @@ def test_solver_matches_mujoco(name):
     np.testing.assert_allclose(res.qfrc_constraint, d.qfrc_constraint, atol=1e-4 * scale)
     np.testing.assert_allclose(res.qacc, d.qacc, atol=1e-4 * scale)
     if nefc >= 4:
-        f = con.pyramid_force(res.efc_force[-4:], mu)
+        f = con.pyramid_force(res.efc_force[-4:], jnp.full(2, mu))
         assert f[0] >= 0 and np.hypot(f[1], f[2]) <= mu * f[0] * (1 + 1e-5)
 
 

@@ -26,7 +26,7 @@ def _cones(rng: np.random.Generator, n: int) -> tuple:
     d_n = jnp.asarray(rng.uniform(0.5, 3.0, n))
     D3 = jnp.stack([d_n, d_n * friction**2 / mu**2, d_n * friction**2 / mu**2], axis=-1)
     on = jnp.asarray(rng.random(n) < 0.8)  # some frictionless slots
-    return jar3, D3, con.Cones(mu, friction, on)
+    return jar3, D3, con.Cones(mu, jnp.stack([friction, friction], axis=-1), on)
 
 
 def test_cone_forces_hessians_and_line_derivatives_are_the_costs(x64):
@@ -48,7 +48,7 @@ def test_cone_forces_hessians_and_line_derivatives_are_the_costs(x64):
     np.testing.assert_allclose(h, jax.grad(jax.grad(phi))(0.0), rtol=1e-10)
     # inside the cone (sticking) the force is any force within it; outside, on its surface
     force = con.cone_forces(jar3, D3, cones)
-    slide = jnp.linalg.norm(force[:, 1:] / cones.friction[:, None], axis=-1)
+    slide = jnp.linalg.norm(force[:, 1:] / cones.friction, axis=-1)
     np.testing.assert_allclose(
         jnp.where(middle & cones.on, slide - force[:, 0], 0.0),
         0.0,
