@@ -214,8 +214,8 @@ def test_defaults_fromto_and_inertia_groups_build_mujocos_model(name):
         ('<body><joint/><geom size="1"/><composite/></body>', "unsupported element <composite>"),
         ('<body><joint/><geom size="1" shellinertia="true"/></body>', "shellinertia"),
         (
-            '<geom type="plane" size="1 1 1"/><body><joint/><geom size="1" condim="6"/></body>',
-            "1 geom pair(s) would make contacts of a condim other than 1 and 3",
+            '<geom type="plane" size="1 1 1"/><body><joint/><geom size="1" condim="5"/></body>',
+            "1 geom pair(s) would make contacts of condim other than 1, 3, 4 and 6",
         ),
         ('<body><joint/><geom type="hfield" size="1"/></body>', "unsupported geom type 'hfield'"),
         ('<body><joint/><geom type="mesh" size="1"/></body>', "a mesh geom needs a mesh"),
