@@ -99,8 +99,11 @@ def contact_pairs(
     geom_contype: tuple[int, ...],
     geom_conaffinity: tuple[int, ...],
     exclude_pairs: tuple[tuple[int, int], ...] = (),
+    explicit: tuple[tuple[int, int], ...] = (),
 ) -> tuple[tuple[int, int], ...]:
-    """Candidate geom pairs (g1, g2), type[g1] <= type[g2], filtered as MuJoCo's mj_collision.
+    """Candidate geom pairs (g1, g2), type[g1] <= type[g2], filtered as MuJoCo's mj_collision:
+    the ``explicit`` pairs (<contact><pair>) first, then the geoms' own pairs, less those the
+    explicit ones replace.
 
     Pairs of types the narrow phase has no function for (plane-plane, as in MuJoCo;
     cylinder-cylinder, cylinder-box, and an ellipsoid against anything but a plane) are
@@ -110,7 +113,9 @@ def contact_pairs(
     parent = np.maximum(np.asarray(topology.body_parent), 0)
     weld_parent = weld[parent[weld]]
     excluded = {frozenset(p) for p in exclude_pairs}
-    pairs = []
+    ordered = lambda a, b: (a, b) if geom_type[a] <= geom_type[b] else (b, a)  # noqa: E731
+    pairs = [ordered(g1, g2) for g1, g2 in explicit]
+    replaced = {frozenset(p) for p in explicit}
     for g1 in range(len(geom_type)):
         for g2 in range(g1 + 1, len(geom_type)):
             if not (
@@ -124,11 +129,11 @@ def contact_pairs(
                 continue
             if w1 != 0 and w2 != 0 and (w1 == weld_parent[b2] or w2 == weld_parent[b1]):
                 continue
-            if frozenset((b1, b2)) in excluded:
+            if frozenset((b1, b2)) in excluded or frozenset((g1, g2)) in replaced:
                 continue
             if geom_type[g1] == col.GEOM_PLANE and geom_type[g2] == col.GEOM_PLANE:
                 continue  # MuJoCo has no plane-plane collision function either
-            pairs.append((g1, g2) if geom_type[g1] <= geom_type[g2] else (g2, g1))
+            pairs.append(ordered(g1, g2))
     return tuple(pairs)
 
 
@@ -154,6 +159,7 @@ class _Layout:
     pair_g1: np.ndarray  # [npair]
     pair_g2: np.ndarray
     pair_win: np.ndarray  # [npair] 0 equal priority, 1 geom1 wins, 2 geom2 wins
+    pair_condim: np.ndarray  # [npair]
     lim_jnt: np.ndarray  # [nlim] limited hinge/slide joints
     lim_qadr: np.ndarray
     lim_dadr: np.ndarray
@@ -225,6 +231,8 @@ def _layout(sys: System) -> _Layout:
         cond[pair_g1],
         np.where(win == 2, cond[pair_g2], np.maximum(cond[pair_g1], cond[pair_g2])),
     )
+    if len(pairs):
+        condim[: len(sys.pair_condim)] = sys.pair_condim  # explicit pairs state theirs
     topo = sys.topology
     jt = np.asarray(topo.jnt_type)
     lim = np.asarray(
@@ -246,6 +254,7 @@ def _layout(sys: System) -> _Layout:
         pair_g1=pair_g1,
         pair_g2=pair_g2,
         pair_win=win,
+        pair_condim=condim,
         lim_jnt=lim,
         lim_qadr=topo.jnt_qposadr[lim],
         lim_dadr=topo.jnt_dofadr[lim],
@@ -280,13 +289,7 @@ def check_supported(sys: System) -> list[str]:
             ),
         )
     )
-    cond = np.asarray(sys.geom_condim)
-    bad = [
-        i
-        for i, (g1, g2) in enumerate(zip(lay.pair_g1, lay.pair_g2, strict=True))
-        if {1: cond[g1], 2: cond[g2]}.get(int(lay.pair_win[i]), max(cond[g1], cond[g2]))
-        not in (1, 3, 4, 6)
-    ]
+    bad = [i for i, condim in enumerate(lay.pair_condim) if condim not in (1, 3, 4, 6)]
     if bad:  # one problem for all such pairs (a model can have hundreds), a few named
         named = [(sys.geom_names[lay.pair_g1[i]], sys.geom_names[lay.pair_g2[i]]) for i in bad]
         more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
@@ -360,8 +363,9 @@ def invweights(sys: System) -> tuple[jax.Array, ...]:
 
 
 def _pair_params(sys: System, lay: _Layout) -> tuple:
-    """Per-pair (friction [npair, 3]: sliding, torsional, rolling; margin, solref, solimp) as
-    MuJoCo's mj_collideGeoms/mj_contactParam.
+    """Per-pair (friction [npair, 5]: sliding (2), torsional, rolling (2); margin, solref,
+    solreffriction, solimp) as MuJoCo's mj_collideGeoms/mj_contactParam; an explicit pair
+    (the first len(sys.pair_condim)) states its own.
 
     geom `gap` is left out: in MuJoCo 4.0 it only widens the detection of inactive contacts
     (reported, never solved), and a contact's rows start at the summed margin."""
@@ -387,7 +391,16 @@ def _pair_params(sys: System, lay: _Layout) -> tuple:
     solref = pick(r1, r2, solref)
     solimp = mix * sys.geom_solimp[g1] + (1 - mix) * sys.geom_solimp[g2]
     margin = sys.geom_margin[g1] + sys.geom_margin[g2]  # MuJoCo sums the margins
-    return friction, margin, solref, solimp
+    friction = friction[:, np.array([0, 0, 1, 2, 2])]
+    solreffriction = jnp.zeros_like(solref)
+    nexp = len(sys.pair_condim)
+    if nexp:
+        friction = friction.at[:nexp].set(sys.pair_friction)
+        margin = margin.at[:nexp].set(sys.pair_margin)
+        solref = solref.at[:nexp].set(sys.pair_solref)
+        solreffriction = solreffriction.at[:nexp].set(sys.pair_solreffriction)
+        solimp = solimp.at[:nexp].set(sys.pair_solimp)
+    return friction, margin, solref, solreffriction, solimp
 
 
 def _collide_all(
@@ -524,10 +537,11 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         refs.append(sys.jnt_solref[j])
         imps.append(sys.jnt_solimp[j])
     if lay.ncon:
-        friction, margin, solref, solimp = _pair_params(sys, lay)
+        friction, margin, solref, solreffriction, solimp = _pair_params(sys, lay)
         c = _collide_all(sys, kin, lay, margin)
         sp = lay.slot_pair
         friction, margin, solref, solimp = friction[sp], margin[sp], solref[sp], solimp[sp]
+        solreffriction = solreffriction[sp]
         active = c.dist < margin
         cpos = jnp.where(active[:, None], c.pos, kin.geom_xpos[lay.slot_g2])
         sel = _solved_slots(c.dist - margin, sys.max_contacts)
@@ -543,11 +557,11 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
             jf = jnp.concatenate([jf, jnp.einsum("cij,cjn->cin", frame, jac[:, :3])], axis=1)
             jf = jf[:, :dims]
         f = friction[sel]
-        fdir = jnp.stack([f[:, 0], f[:, 0], f[:, 1], f[:, 2], f[:, 2]], axis=-1)[:, :dims]
+        fdir = f[:, :dims]
         has = np.arange(dims) < lay.slot_condim[:, None] - 1  # [ncon, dims] the slot's own
         has = jnp.asarray(has)[sel]
         fdir = jnp.where(has, jnp.maximum(fdir, MINMU), 0.0)  # MuJoCo's floor, mjMINMU
-        mu_s = jnp.maximum(f[:, 0], MINMU)
+        mu_s = jnp.maximum(f[:, 0], MINMU)  # (the cone's mu and the pyramid's A_ii)
         tran = sys.body_invweight0[lay.slot_b1, 0] + sys.body_invweight0[lay.slot_b2, 0]
         tran = tran[sel]
         pos = jnp.where(active, c.dist - margin, 0.0)[sel]
@@ -580,7 +594,12 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
             own_impedance[len(poss) - 1] = imp_pos
         masks.append((active[sel][:, None] & rows_ok).reshape(-1))
         diags.append(diag.reshape(-1))
-        refs.append(jnp.repeat(solref[sel], k, axis=0))
+        row_ref = jnp.repeat(solref[sel][:, None], k, axis=1)
+        if sys.cone == "elliptic" and len(sys.pair_condim):  # a pair's solreffriction
+            own = solreffriction[sel]
+            own = jnp.where(jnp.any(own != 0, axis=-1, keepdims=True), own, solref[sel])
+            row_ref = row_ref.at[:, 1:].set(own[:, None])
+        refs.append(row_ref.reshape(-1, 2))
         imps.append(jnp.repeat(solimp[sel], k, axis=0))
         contact = ContactRows(c._replace(pos=cpos), fdir, c1, active, sel, cones)
     cat = jnp.concatenate

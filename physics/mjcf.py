@@ -7,10 +7,11 @@ geoms, mesh geoms (``<asset><mesh>`` from a file or inline vertices: :mod:`physi
 motor/position/velocity/general (fixed gain, affine bias, integrator/filter activation) on joints,
 tendons or sites, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
 a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), the pyramidal or
-elliptic friction cone, ``default`` classes
-with ``childclass``, ``contact/exclude``, sites, fixed tendons and spatial tendons (through
-sites and pulleys) with springs, dampers, limits and friction loss, and ``equality`` connect
-and weld (by bodies or sites), joint and tendon couplings. Purely visual or bookkeeping content
+elliptic friction cone (contacts of condim 1, 3, 4 and 6), ``default`` classes with
+``childclass``, ``contact/exclude`` and explicit ``contact/pair`` elements, sites, fixed
+tendons and spatial tendons (through sites and pulleys) with springs, dampers, limits and
+friction loss, and ``equality`` connect and weld (by bodies or sites), joint and tendon
+couplings. Purely visual or bookkeeping content
 (rgba, materials, textures, cameras, lights, sensors, keyframes, ...) is skipped.
 Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
 so a model never silently behaves differently from MuJoCo.
@@ -199,6 +200,19 @@ _KNOWN = {
     | {"width", "margin", "solreflimit", "solimplimit", "solreffriction", "solimpfriction"},
     "site": {"type", "size", "pos", "fromto", *_ORIENT} | _VISUAL,
     "exclude": {"name", "body1", "body2"},
+    "pair": {
+        "name",
+        "class",
+        "geom1",
+        "geom2",
+        "condim",
+        "friction",
+        "solref",
+        "solreffriction",
+        "solimp",
+        "margin",
+        "gap",  # accepted: as a geom's, it only widens the detection of inactive contacts
+    },
     "equality": _EQUALITY,  # in <default>: what every kind of equality takes from its class
 }
 # Vector attributes that may be given partially, the rest coming from the default class.
@@ -215,9 +229,9 @@ _IGNORED = {
     "keyframe",
     "sensor",
 }
-# Defaults of elements this engine refuses wherever a model uses them (a <pair> section, a
-# flex) or that never change the dynamics (a material): a class may hold them.
-_DEFAULTS_OF_REFUSED = {"material", "pair", "flex"}
+# Defaults of elements this engine refuses wherever a model uses them (a flex) or that never
+# change the dynamics (a material): a class may hold them.
+_DEFAULTS_OF_REFUSED = {"material", "flex"}
 # <option><flag> switches with MuJoCo's defaults, and those that cannot change what this engine
 # simulates (diagnostics, solver and collision internals, features it refuses to load anyway).
 _FLAG_DEFAULTS = {
@@ -374,6 +388,7 @@ class _Loader:
         self.spring_tendons: list[dict] = []  # tendons with a spring or damper
         self.constrained_tendons: list[dict] = []  # tendons with a limit or friction loss
         self.excludes: list[tuple[str, str, ET.Element]] = []
+        self.pairs: list[dict] = []  # <contact><pair>: explicit geom pairs and their parameters
         self.equalities: list[dict] = []
         self.current: ET.Element | None = None  # the element whose attributes were read last
 
@@ -1066,14 +1081,48 @@ class _Loader:
         return float(gainprm[0]), np.concatenate([biasprm, np.zeros(3)])[:3]
 
     def parse_contact(self) -> None:
+        """<contact>: body pairs excluded from collision, and explicit geom pairs (<pair>)
+        with their own condim, friction (5), solref, solreffriction, solimp and margin, which
+        replace the two geoms' mix and collide whatever their contype and conaffinity."""
+        names = [g["name"] for g in self.geoms]
         for sec in self.root.iter("contact"):
             for e in sec:
+                if e.tag == "pair":
+                    self.pairs.append(self.explicit_pair(e, names))
+                    continue
                 if e.tag != "exclude":
                     raise self.error(e, f"unsupported element <{e.tag}> in <contact>")
                 a = self.attrs(e, "main")
                 if "body1" not in a or "body2" not in a:
                     raise self.error(e, "exclude needs body1 and body2")
                 self.excludes.append((a["body1"], a["body2"], e))
+
+    def explicit_pair(self, e: ET.Element, names: list[str]) -> dict:
+        a = self.attrs(e, "main")
+        ids = []
+        for key in ("geom1", "geom2"):
+            if key not in a:
+                raise self.error(e, f"pair needs {key}")
+            if a[key] not in names:
+                raise self.error(e, f"unknown geom {a[key]!r}")
+            ids.append(names.index(a[key]))
+        if ids[0] == ids[1]:
+            raise self.error(e, "a pair needs two different geoms")
+        condim = int(a.get("condim", 3))
+        if condim not in (1, 3, 4, 6):
+            raise self.error(e, f"condim={condim} must be 1, 3, 4 or 6")
+        if self.geoms[ids[0]]["type"] > self.geoms[ids[1]]["type"]:
+            ids.reverse()  # as MuJoCo collides them: the lower geom type first
+        return {
+            "elem": e,
+            "geoms": tuple(ids),
+            "condim": condim,
+            "friction": self.padded(e, a, "friction", (1.0, 1.0, 0.005, 0.0001, 0.0001)),
+            "solref": self.get_floats(e, a, "solref", con.DEFAULT_SOLREF, 2),
+            "solreffriction": self.get_floats(e, a, "solreffriction", [0.0, 0.0], 2),
+            "solimp": self.padded(e, a, "solimp", con.DEFAULT_SOLIMP),
+            "margin": float(a.get("margin", 0)),
+        }
 
     def parse_equality(self) -> None:
         """<equality>: connect and weld (by bodies or sites), joint and tendon couplings; the
@@ -1452,6 +1501,7 @@ class _Loader:
         cf = lambda k, shape: f32([t[k] for t in ctens], (ntc, *shape))  # noqa: E731
         neq, eqs = len(self.equalities), self.equalities
         ef = lambda k, shape: f32([e[k] for e in eqs], (neq, *shape))  # noqa: E731
+        pairs = self.supported_pairs()
         sys_ = S.System(
             timestep=f32(self.timestep),
             gravity=f32(np.zeros(3) if "gravity" in self.disabled else self.gravity),
@@ -1487,6 +1537,12 @@ class _Loader:
             geom_solimp=gf("solimp", (5,)),
             geom_solmix=gf("solmix", ()),
             mesh_hull=mesh.hull_tables([]),
+            pair_friction=f32([p["friction"] for p in pairs], (len(pairs), 5)),
+            pair_solref=f32([p["solref"] for p in pairs], (len(pairs), 2)),
+            pair_solreffriction=f32([p["solreffriction"] for p in pairs], (len(pairs), 2)),
+            pair_solimp=f32([p["solimp"] for p in pairs], (len(pairs), 5)),
+            pair_margin=f32([p["margin"] for p in pairs], (len(pairs),)),
+            pair_condim=tuple(p["condim"] for p in pairs),
             site_pos=f32([x["pos"] for x in self.sites], (len(self.sites), 3)),
             site_quat=f32([x["quat"] for x in self.sites], (len(self.sites), 4)),
             tendon_stiffness=tf("stiffness", ()),
@@ -1557,21 +1613,12 @@ class _Loader:
                 tuple(g["contype"] for g in self.geoms),
                 tuple(g["conaffinity"] for g in self.geoms),
                 tuple(excl),
+                tuple(p["geoms"] for p in pairs),
             ),
         )
         dropped = contact.unsupported_pairs(sys_.geom_type, sys_.contact_pairs)
         if dropped:  # e.g. two cylinders: loadable (inertia), but without a collision function
-            if "contact" not in self.disabled:
-                names = ", ".join(
-                    f"({sys_.geom_names[a] or a!r}, {sys_.geom_names[b] or b!r})"
-                    for a, b in dropped
-                )
-                warnings.warn(
-                    f"{self.source}: no collision function for geom pair(s) {names}; "
-                    "they are not collided",
-                    MJCFWarning,
-                    stacklevel=3,
-                )
+            self.warn_uncollided(dropped)
             sys_ = dataclasses.replace(
                 sys_, contact_pairs=tuple(p for p in sys_.contact_pairs if p not in dropped)
             )
@@ -1613,6 +1660,28 @@ class _Loader:
         return dataclasses.replace(
             sys, jnt_stiffness=jnp.asarray(stiffness), dof_damping=jnp.asarray(damping)
         )
+
+    def warn_uncollided(self, pairs: list[tuple[int, int]]) -> None:
+        """A model's geom pairs that have no collision function here are left out, with a
+        warning naming them (unless contacts are off anyway)."""
+        if "contact" in self.disabled:
+            return
+        names = ", ".join(
+            f"({self.geoms[a]['name'] or a!r}, {self.geoms[b]['name'] or b!r})" for a, b in pairs
+        )
+        warnings.warn(
+            f"{self.source}: no collision function for geom pair(s) {names}; they are not collided",
+            MJCFWarning,
+            stacklevel=4,
+        )
+
+    def supported_pairs(self) -> list[dict]:
+        """The explicit pairs the narrow phase has a function for (the others: a warning)."""
+        types = tuple(g["type"] for g in self.geoms)
+        bad = contact.unsupported_pairs(types, tuple(p["geoms"] for p in self.pairs))
+        if bad:
+            self.warn_uncollided(bad)
+        return [p for p in self.pairs if p["geoms"] not in bad]
 
     def with_hulls(self, sys: S.System) -> S.System:
         """The convex hulls of the mesh geoms that collide, one row per mesh."""

@@ -201,6 +201,13 @@ class System:
     # convex hulls of the mesh geoms that collide (a physics.mesh.Hull of tables with a leading
     # [nhull] axis, padded to one size; geom_hull gives each geom's row)
     mesh_hull: Hull
+    # explicit contact pairs (<contact><pair>): the first len(pair_condim) of contact_pairs,
+    # with their own parameters in place of the two geoms' mix
+    pair_friction: jax.Array  # [npair, 5] sliding (2), torsional, rolling (2)
+    pair_solref: jax.Array  # [npair, 2]
+    pair_solreffriction: jax.Array  # [npair, 2] an elliptic cone's friction rows; 0 0: solref
+    pair_solimp: jax.Array  # [npair, 5]
+    pair_margin: jax.Array  # [npair]
     # sites: frames fixed to bodies (where spatial tendons run; what environments measure)
     site_pos: jax.Array  # [nsite, 3] in the body frame
     site_quat: jax.Array  # [nsite, 4]
@@ -262,6 +269,7 @@ class System:
     actuator_names: tuple[str, ...] = _static()
     contact_pairs: tuple[tuple[int, int], ...] = _static(default=())  # candidate geom pairs
     geom_hull: tuple[int, ...] = _static(default=())  # per geom: row of mesh_hull, or -1
+    pair_condim: tuple[int, ...] = _static(default=())  # explicit pairs' condim
     disable_contact: bool = _static(default=False)  # MuJoCo's mjDSBL_CONTACT
     disable_limit: bool = _static(default=False)  # MuJoCo's mjDSBL_LIMIT
     disable_frictionloss: bool = _static(default=False)  # MuJoCo's mjDSBL_FRICTIONLOSS

@@ -91,3 +91,57 @@ def test_condim_beyond_six_is_refused():
     xml = _scene("pyramidal", 6).replace('condim="6"', 'condim="5"')
     with pytest.raises(physics.MJCFError, match="condim other than 1, 3, 4 and 6"):
         physics.load_mjcf(xml)
+
+
+PAIRS = """<mujoco><option cone="{cone}" impratio="1.5"/>
+  <default><pair condim="4"/><geom friction=".7 .03 .002"/></default>
+  <worldbody><geom name="floor" type="plane" size="2 2 .1"/>
+    <body pos="0 0 .1"><freejoint/><geom name="ball" type="sphere" size=".1"/></body>
+    <body pos=".5 0 .1"><freejoint/>
+      <geom name="ghost" type="sphere" size=".1" contype="0" conaffinity="0"/></body>
+    <body pos="-.5 0 .1"><freejoint/><geom name="plain" type="sphere" size=".1"/></body>
+  </worldbody>
+  <contact>
+    <pair geom1="ball" geom2="floor" friction=".3 .4 .05 .01 .02" margin=".005" condim="6"
+      solref=".03 1.1" solreffriction=".05 1" solimp=".8 .9 .002"/>
+    <pair geom1="floor" geom2="ghost"/>
+  </contact></mujoco>"""
+
+
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_explicit_pairs_collide_with_their_own_parameters_like_mujoco(cone):
+    """<contact><pair>: its condim, friction (5), solref, solreffriction, solimp and margin
+    replace the geoms' mix; it collides geoms whatever their contype (the ghost) and replaces
+    the geoms' own pair (one contact for the ball, not two); the pair default class applies."""
+    xml = PAIRS.format(cone=cone)
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(xml)
+    assert sys.pair_condim == (6, 4) and len(sys.contact_pairs) == 4  # and ball-plain
+    rng = np.random.default_rng(1)
+    for _ in range(8):
+        mujoco.mj_resetData(m, d)
+        for body in range(3):
+            d.qpos[7 * body + 2] = 0.1 - rng.uniform(0.0005, 0.004)
+        d.qvel[:] = rng.normal(size=m.nv) * 0.7
+        mujoco.mj_forward(m, d)
+        assert d.ncon == 3
+        res = _solve(sys, jnp.asarray(d.qpos, jnp.float32), jnp.asarray(d.qvel, jnp.float32))
+        np.testing.assert_allclose(res.qfrc_constraint, d.qfrc_constraint, rtol=1e-4, atol=1e-4)
+    d.qvel[:6] = [0.5, 0, 0, 0, 5.0, 3.0]
+    state = drive_alongside(sys, m, d, [np.zeros(0)] * 10, substeps=10)
+    np.testing.assert_allclose(state.q, d.qpos, atol=2e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=2e-3)
+
+
+def test_explicit_pair_errors_name_the_pair():
+    for pair, message in [
+        ('<pair geom1="ball"/>', "pair needs geom2"),
+        ('<pair geom1="ball" geom2="nope"/>', "unknown geom 'nope'"),
+        ('<pair geom1="ball" geom2="ball"/>', "two different geoms"),
+        ('<pair geom1="ball" geom2="floor" condim="2"/>', "condim=2 must be 1, 3, 4 or 6"),
+    ]:
+        xml = PAIRS.format(cone="pyramidal")
+        xml = xml[: xml.index("<contact>")] + f"<contact>{pair}</contact></mujoco>"
+        with pytest.raises(physics.MJCFError, match=message):
+            physics.load_mjcf(xml)
