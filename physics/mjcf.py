@@ -129,6 +129,7 @@ _KNOWN = {
         "fluidshape",
         "fluidcoef",  # accepted: it only tunes the ellipsoid fluid model, which is refused
         "mesh",
+        "fitscale",
         *_ORIENT,
     }
     | _VISUAL,
@@ -191,6 +192,7 @@ _KNOWN = {
         "balanceinertia",
         "fusestatic",
         "alignfree",
+        "fitaabb",
     },
     "fixed": {"limited", "range", "stiffness", "damping", "frictionloss", "springlength"}
     | _VISUAL
@@ -455,7 +457,7 @@ class _Loader:
         self.degree, self.eulerseq, self.inertiafromgeom = True, "xyz", "auto"
         self.settotalmass, self.autolimits = -1.0, True
         self.inertiagroups = (0, 5)  # geoms of these groups give a body its inertia
-        self.meshdir, self.strippath = "", False
+        self.meshdir, self.strippath, self.fitaabb = "", False, False
         for c in self.root.iter("compiler"):
             a = dict(c.attrib)
             self.check_known(c, a)
@@ -471,6 +473,7 @@ class _Loader:
                 self.inertiagroups = (low, high)
             self.meshdir = a.get("meshdir", a.get("assetdir", self.meshdir))
             self.strippath = a.get("strippath", "false") == "true"
+            self.fitaabb = a.get("fitaabb", "false") == "true"
             if a.get("coordinate", "local") != "local":
                 raise self.error(c, "only coordinate='local' is supported")
             for key, ok in (
@@ -807,19 +810,19 @@ class _Loader:
         size = self.get_floats(elem, a, "size", [])
         pos = self.get_floats(elem, a, "pos", np.zeros(3), 3)
         quat = self.orientation(elem, a)
-        if (t == S.GEOM_MESH) != ("mesh" in a):
-            raise self.error(
-                elem,
-                "a mesh geom needs a mesh"
-                if t == S.GEOM_MESH
-                else f"a {gname} geom fitted to a mesh is not supported (type='mesh' is)",
-            )
-        if t == S.GEOM_MESH:  # MuJoCo's frame of a mesh geom: the mesh's principal frame
+        if t == S.GEOM_MESH and "mesh" not in a:
+            raise self.error(elem, "a mesh geom needs a mesh")
+        if "mesh" in a:  # MuJoCo's frame of a mesh geom: the mesh's principal frame
             if "fromto" in a:
-                raise self.error(elem, "fromto is not allowed on a mesh geom")
+                raise self.error(elem, f"fromto is not allowed on a {gname} geom with a mesh")
+            if t == S.GEOM_PLANE:
+                raise self.error(elem, "a plane cannot be fitted to a mesh")
             m = self.mesh_asset(elem, a["mesh"])
-            pos, quat = pos + _quat_mat(quat) @ m.com, _quat_mul(quat, _mat_quat(m.rot))
-            size = m.size
+            offset, size = m.com, m.size
+            if t != S.GEOM_MESH:  # a primitive fitted to the mesh, as MuJoCo's compiler does
+                centre, size = self.fitted_size(m, t, float(a.get("fitscale", 1.0)))
+                offset = offset + m.rot @ centre
+            pos, quat = pos + _quat_mat(quat) @ offset, _quat_mul(quat, _mat_quat(m.rot))
         need = {
             S.GEOM_PLANE: 0,
             S.GEOM_SPHERE: 1,
@@ -864,7 +867,7 @@ class _Loader:
                 "body": bid,
                 "type": t,
                 "name": a.get("name", ""),
-                "mesh": a.get("mesh"),
+                "mesh": a.get("mesh") if t == S.GEOM_MESH else None,
                 "size": size,
                 "pos": pos,
                 "quat": quat,
@@ -882,6 +885,28 @@ class _Loader:
                 "solimp": self.padded(elem, a, "solimp", con.DEFAULT_SOLIMP),
             }
         )
+
+    def fitted_size(self, m: mesh.Mesh, t: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """(centre in the mesh's principal frame, size) of a primitive of type ``t`` fitted to
+        mesh ``m``: to its equivalent-inertia box, or with compiler fitaabb to its bounding
+        box (MuJoCo's rules, times ``fitscale``)."""
+        if self.fitaabb:
+            low, high = m.vertices.min(axis=0), m.vertices.max(axis=0)
+            centre, half = (high + low) / 2, (high - low) / 2
+            radius = max(half[0], half[1])
+            sphere, capsule = half.max(), [radius, half[2] - radius]
+        else:
+            e = m.inertia
+            moments = np.array([e[1] + e[2] - e[0], e[0] + e[2] - e[1], e[0] + e[1] - e[2]])
+            centre, half = np.zeros(3), 0.5 * np.sqrt(6 * np.maximum(moments, 0) / m.measure)
+            radius = (half[0] + half[1]) / 2
+            sphere, capsule = half.mean(), [radius, max(0.0, half[2] - radius / 2)]
+        size = {
+            S.GEOM_SPHERE: [sphere, 0, 0],
+            S.GEOM_CAPSULE: [*capsule, 0],
+            S.GEOM_CYLINDER: [radius, half[2], 0],
+        }.get(t, half)
+        return centre, scale * np.asarray(size, np.float64)
 
     def add_site(self, elem: ET.Element, bid: int, cls: str, frame: _Frame = None) -> None:
         """A site: a frame fixed to body `bid` (its type and size only draw it)."""

@@ -95,6 +95,31 @@ def test_mesh_files_give_mujocos_mass_frame_and_size(tmp_path, fmt, inertia):
     np.testing.assert_allclose(mass, full, rtol=1e-4, atol=1e-8)
 
 
+@pytest.mark.parametrize("fitaabb", ["false", "true"])
+def test_primitives_fitted_to_a_mesh_are_mujocos(fitaabb):
+    """<geom type="box" mesh=...>: the primitive fitted to the mesh's equivalent-inertia box
+    (or, with compiler fitaabb, its bounding box), times fitscale, in the mesh's frame."""
+    geoms = "".join(
+        f'<body pos="{i} 0 1"><freejoint/><geom type="{t}" mesh="m" fitscale="1.2" '
+        'euler="10 20 30" pos=".1 0 0" contype="0" conaffinity="0"/></body>'
+        for i, t in enumerate(["sphere", "capsule", "cylinder", "ellipsoid", "box"])
+    )
+    xml = f"""<mujoco><compiler fitaabb="{fitaabb}"/>
+      <asset><mesh name="m" vertex="{_floats(_rock() + [0.01, 0.02, -0.03])}"/></asset>
+      <worldbody>{geoms}</worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    sys = physics.load_mjcf(xml)
+    kin = physics.forward_kinematics(sys, jnp.asarray(d.qpos, jnp.float32))
+    np.testing.assert_allclose(sys.geom_size, m.geom_size, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(kin.geom_xpos, d.geom_xpos, atol=1e-6)
+    np.testing.assert_allclose(sys.body_mass, m.body_mass, rtol=1e-5)
+    full = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, full)
+    np.testing.assert_allclose(dynamics.mass_matrix(sys, kin), full, rtol=1e-4, atol=1e-7)
+
+
 @jax.jit
 def _contact_points(sys: physics.System, q: jax.Array) -> tuple[jax.Array, jax.Array]:
     state = physics.init(sys, q)
@@ -256,13 +281,8 @@ def test_mesh_errors_name_the_problem(asset, geom, message):
         physics.load_mjcf(xml)
 
 
-def test_mesh_errors_for_fitted_primitives_and_misoriented_exact_meshes():
+def test_mesh_errors_for_misoriented_exact_meshes():
     vertices, faces = _l_prism()
-    rock = f'<asset><mesh name="m" vertex="{_floats(_rock())}"/></asset>'
-    fitted = f"""<mujoco>{rock}<worldbody><body><freejoint/><geom type="box" mesh="m"/>
-      </body></worldbody></mujoco>"""
-    with pytest.raises(physics.MJCFError, match="box geom fitted to a mesh"):
-        physics.load_mjcf(fitted)
     faces[0] = faces[0][::-1]
     exact = f"""<mujoco><asset><mesh name="m" vertex="{_floats(vertices)}" face="{
         " ".join(map(str, faces.ravel()))
