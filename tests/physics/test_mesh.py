@@ -290,3 +290,72 @@ def test_mesh_errors_for_misoriented_exact_meshes():
       <worldbody><body><freejoint/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>"""
     with pytest.raises(physics.MJCFError, match="inconsistent orientation"):
         physics.load_mjcf(exact)
+
+
+def test_a_menagerie_style_arm_with_visual_and_collision_meshes_tracks_mujoco(tmp_path):
+    """Meshes as robot model files use them: visual meshes in a class that neither collides
+    nor weighs, explicit inertials, a collision mesh on the gripper pressing on the floor,
+    materials and textures (skipped), meshdir and a scaled STL in millimetres."""
+    (tmp_path / "assets").mkdir()
+    vertices, faces = _l_prism()
+    _write(tmp_path / "assets" / "link.stl", vertices * 1000, faces, "stl")
+    finger = ConvexHull(_prism(6) * 0.5)
+    _write(tmp_path / "assets" / "finger.obj", finger.points, finger.simplices, "obj")
+    xml = """<mujoco model="arm">
+      <compiler angle="radian" meshdir="assets" autolimits="true"/>
+      <option timestep="0.002"/>
+      <default>
+        <default class="arm">
+          <joint damping="1" armature=".05" frictionloss=".05" range="-2 2"/>
+          <position kp="40" ctrlrange="-2 2"/>
+          <default class="visual">
+            <geom type="mesh" contype="0" conaffinity="0" group="2"/>
+          </default>
+          <default class="collision"><geom group="3"/></default>
+        </default>
+      </default>
+      <asset>
+        <texture name="grid" type="2d" builtin="checker" width="64" height="64"/>
+        <material name="grid" texture="grid" texrepeat="4 4"/>
+        <mesh name="link" file="link.stl" scale=".001 .001 .001"/>
+        <mesh file="finger.obj"/>
+      </asset>
+      <worldbody>
+        <light pos="0 0 3"/>
+        <geom type="plane" size="2 2 .1" material="grid"/>
+        <body name="base" pos="0 0 .25" childclass="arm">
+          <inertial pos="0 0 0" mass="2" diaginertia=".01 .01 .01"/>
+          <joint name="yaw" axis="0 0 1"/>
+          <geom class="visual" mesh="link"/>
+          <body name="upper" pos="0 0 .05">
+            <inertial pos=".1 0 0" mass=".8" diaginertia=".002 .004 .004"/>
+            <joint name="shoulder" axis="0 1 0"/>
+            <geom class="visual" mesh="link" euler="0 1.57 0"/>
+            <geom class="collision" type="capsule" fromto="0 0 0 .2 0 0" size=".02"/>
+            <body name="hand" pos=".2 0 0">
+              <inertial pos=".05 0 0" mass=".3" diaginertia=".0005 .001 .001"/>
+              <joint name="elbow" axis="0 1 0"/>
+              <geom class="visual" mesh="link" pos=".02 0 0"/>
+              <geom class="collision" type="mesh" mesh="finger" pos=".1 0 0"/>
+            </body>
+          </body>
+        </body>
+      </worldbody>
+      <actuator>
+        <position class="arm" joint="yaw"/>
+        <position class="arm" joint="shoulder"/>
+        <position class="arm" joint="elbow"/>
+      </actuator>
+    </mujoco>"""
+    (tmp_path / "arm.xml").write_text(xml)
+    m = mujoco.MjModel.from_xml_path(str(tmp_path / "arm.xml"))
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(str(tmp_path / "arm.xml"))
+    assert sys.geom_hull.count(0) == 1  # only the finger collides as a mesh
+    controls = [np.array([0.3, 1.5, 0.2])] * 40 + [np.array([-0.3, 1.6, 0.1])] * 40
+    state = drive_alongside(sys, m, d, controls, substeps=5)
+    assert any(
+        {int(g) for g in d.contact.geom[i]} == {0, 5} for i in range(d.ncon)
+    )  # the finger presses on the floor
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=2e-3)
