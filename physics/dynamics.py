@@ -55,9 +55,24 @@ def bias_force(sys: System, kin: Kinematics, cvel: jax.Array, qd: jax.Array) -> 
 
 
 @math.full_precision
+def gravity_compensation(sys: System, kin: Kinematics) -> jax.Array:
+    """MuJoCo's qfrc_gravcomp: for each body with gravcomp, that fraction of its weight held
+    up by a force at its centre of mass, in joint space."""
+    bodies = np.asarray(sys.gravcomp_bodies, np.int32)
+    jac = kinematics.point_jacobian(sys, kin, kin.xipos[bodies], bodies)[:, 3:]
+    weight = -(sys.body_gravcomp[bodies] * sys.body_mass[bodies])[:, None] * sys.gravity
+    return jnp.einsum("bin,bi->n", jac, weight)
+
+
+def _actuated_gravcomp(sys: System) -> np.ndarray:
+    """[nv] bool: dofs whose gravity compensation counts as actuator force (actuatorgravcomp)."""
+    return np.asarray(sys.jnt_actgravcomp, bool)[sys.topology.dof_jnt]
+
+
 def passive_force(sys: System, kin: Kinematics, q: jax.Array, qd: jax.Array) -> jax.Array:
-    """Joint damping, hinge/slide stiffness and tendon springs and dampers (MuJoCo's
-    qfrc_passive) at configuration `q` (its kinematics `kin`) and velocity `qd`."""
+    """Joint damping, hinge/slide stiffness, tendon springs and dampers and gravity
+    compensation (MuJoCo's qfrc_passive) at configuration `q` (its kinematics `kin`) and
+    velocity `qd`."""
     topo = sys.topology
     jt = np.asarray(topo.jnt_type)
     scalar = np.nonzero((jt == JNT_HINGE) | (jt == JNT_SLIDE))[0]
@@ -72,6 +87,8 @@ def passive_force(sys: System, kin: Kinematics, q: jax.Array, qd: jax.Array) -> 
         rest = jnp.clip(length, sys.tendon_lengthspring[:, 0], sys.tendon_lengthspring[:, 1])
         along = sys.tendon_stiffness * (rest - length) - sys.tendon_damping * velocity
         force = force + tendon.mat_vec(moment.T, along)
+    if sys.gravcomp_bodies:
+        force = force + jnp.where(_actuated_gravcomp(sys), 0.0, gravity_compensation(sys, kin))
     return force
 
 
@@ -123,9 +140,29 @@ def actuator_force(
     the moment arms; input is ctrl, or act for an actuator with activation dynamics (`act`
     [na], the state's). A transmission's length is gear times its joint's position or its
     tendon's length (physics.tendon), its moment arms gear times that length's Jacobian; a
-    site's length is 0 and its moment arms are its gear wrench's (`site_moments`)."""
-    if sys.nu == 0:
-        return jnp.zeros(sys.nv, sys.dof_damping.dtype)
+    site's length is 0 and its moment arms are its gear wrench's (`site_moments`). Joints
+    with actuatorgravcomp add their gravity compensation; each joint's total is clipped to its
+    actuatorfrcrange."""
+    out = jnp.zeros(sys.nv, sys.dof_damping.dtype)
+    if sys.nu:
+        out = _actuator_dof_force(sys, kin, q, qd, ctrl, act)
+    if sys.gravcomp_bodies and _actuated_gravcomp(sys).any():
+        out = out + jnp.where(_actuated_gravcomp(sys), gravity_compensation(sys, kin), 0.0)
+    if any(sys.jnt_actfrclimited):
+        dof_range = sys.jnt_actfrcrange[sys.topology.dof_jnt]
+        out = jnp.clip(out, dof_range[:, 0], dof_range[:, 1])
+    return out
+
+
+def _actuator_dof_force(
+    sys: System,
+    kin: Kinematics,
+    q: jax.Array,
+    qd: jax.Array,
+    ctrl: jax.Array,
+    act: jax.Array | None,
+) -> jax.Array:
+    """The actuators' forces through their moment arms (see actuator_force)."""
     length, moment = tendon.lengths_and_jacobian(sys, kin, q, sys.actuator_transmission)
     if sys.actuator_site:
         actuators, rows = site_moments(sys, kin)

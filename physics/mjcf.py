@@ -1,8 +1,9 @@
 """MJCF loader: a subset of MuJoCo's XML format -> :class:`physics.system.System`.
 
-Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis), ``inertial`` or inertia from
-geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits, damping,
-stiffness or springdamper, armature, frictionloss), plane/sphere/capsule/ellipsoid/cylinder/box
+Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis, gravcomp), ``inertial`` or
+inertia from geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits,
+damping, stiffness or springdamper, armature, frictionloss, actuatorfrcrange,
+actuatorgravcomp), plane/sphere/capsule/ellipsoid/cylinder/box
 geoms, mesh geoms (``<asset><mesh>`` from a file or inline vertices: :mod:`physics.mesh`),
 motor/position/velocity/general (fixed gain, affine bias, integrator/filter activation) on joints,
 tendons or sites, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
@@ -85,7 +86,7 @@ _EQUALITY_KINDS = {
 
 # Attributes understood per element; anything else on these elements is an error.
 _KNOWN = {
-    "body": {"pos", "childclass", *_ORIENT} | _VISUAL,
+    "body": {"pos", "childclass", "gravcomp", *_ORIENT} | _VISUAL,
     "inertial": {"pos", "mass", "diaginertia", "fullinertia", *_ORIENT},
     "joint": {
         "type",
@@ -98,6 +99,9 @@ _KNOWN = {
         "stiffness",
         "springref",
         "springdamper",
+        "actuatorfrcrange",
+        "actuatorfrclimited",
+        "actuatorgravcomp",
         "ref",
         "margin",
         "solreflimit",
@@ -674,6 +678,7 @@ class _Loader:
             "pos": pos,
             "quat": quat,
             "inertial": None,
+            "gravcomp": float(a.get("gravcomp", 0)),
             "name": a.get("name", "world" if is_world else ""),
         }
         self.bodies.append(body)
@@ -798,8 +803,20 @@ class _Loader:
                 "ref": float(conv(float(a.get("ref", 0)))),
                 "springref": float(conv(float(a.get("springref", 0)))),
                 "springdamper": springdamper,
+                "actuatorfrcrange": self.actuator_force_range(elem, a),
+                "actuatorgravcomp": a.get("actuatorgravcomp", "false") == "true",
             }
         )
+
+    def actuator_force_range(self, elem: ET.Element, a: dict[str, str]) -> np.ndarray:
+        """A joint's actuatorfrcrange where actuatorfrclimited (auto: given), else (-inf, inf):
+        MuJoCo clamps the joint's total actuator force to it."""
+        rng = self.get_floats(elem, a, "actuatorfrcrange", [0.0, 0.0], 2)
+        if not self.flag(elem, a, "actuatorfrclimited", "actuatorfrcrange" in a):
+            return np.array([-np.inf, np.inf])
+        if not rng[0] <= rng[1]:
+            raise self.error(elem, f"actuatorfrcrange needs lo <= hi, got {rng}")
+        return rng
 
     def add_geom(self, elem: ET.Element, bid: int, cls: str, frame: _Frame = None) -> None:
         a = self.attrs(elem, cls)
@@ -1539,6 +1556,8 @@ class _Loader:
             body_ipos=f32(ipos),
             body_inertia=f32(inertia),
             body_iframe=f32(iframe),
+            body_gravcomp=f32([b["gravcomp"] for b in self.bodies]),
+            jnt_actfrcrange=jf("actuatorfrcrange", (2,)),
             jnt_pos=jf("pos", (3,)),
             jnt_axis=jf("axis", (3,)),
             jnt_range=jf("range", (2,)),
@@ -1597,6 +1616,11 @@ class _Loader:
             tendon_invweight0=jnp.zeros(ntc, jnp.float32),
             topology=topo,
             jnt_limited=tuple(j["limited"] for j in self.joints),
+            gravcomp_bodies=tuple(i for i, b in enumerate(self.bodies) if b["gravcomp"] != 0),
+            jnt_actgravcomp=tuple(j["actuatorgravcomp"] for j in self.joints),
+            jnt_actfrclimited=tuple(
+                bool(np.isfinite(j["actuatorfrcrange"]).any()) for j in self.joints
+            ),
             geom_type=tuple(g["type"] for g in self.geoms),
             geom_body=tuple(g["body"] for g in self.geoms),
             geom_contype=tuple(g["contype"] for g in self.geoms),

@@ -174,7 +174,12 @@ class System:
     body_ipos: jax.Array  # [nbody, 3] centre of mass in the body frame
     body_inertia: jax.Array  # [nbody, 3, 3] about the centre of mass, body frame
     body_iframe: jax.Array  # [nbody, 3, 3] principal axes (columns) in the body frame
+    # MuJoCo's gravcomp: this fraction of the body's weight is cancelled by a passive force at
+    # its centre of mass (gravcomp_bodies: the bodies with one)
+    body_gravcomp: jax.Array  # [nbody]
     # joints and dofs
+    # [njnt, 2] the joint's total actuator force is clipped to this ((-inf, inf): no limit)
+    jnt_actfrcrange: jax.Array
     jnt_pos: jax.Array  # [njnt, 3] anchor in the body frame
     jnt_axis: jax.Array  # [njnt, 3] unit axis in the body frame (hinge, slide)
     jnt_range: jax.Array  # [njnt, 2] (radians for hinge and ball)
@@ -269,6 +274,10 @@ class System:
     actuator_names: tuple[str, ...] = _static()
     contact_pairs: tuple[tuple[int, int], ...] = _static(default=())  # candidate geom pairs
     geom_hull: tuple[int, ...] = _static(default=())  # per geom: row of mesh_hull, or -1
+    gravcomp_bodies: tuple[int, ...] = _static(default=())
+    # per joint: its share of gravity compensation counts as actuator force (limited with it)
+    jnt_actgravcomp: tuple[bool, ...] = _static(default=())
+    jnt_actfrclimited: tuple[bool, ...] = _static(default=())  # an actuatorfrcrange applies
     pair_condim: tuple[int, ...] = _static(default=())  # explicit pairs' condim
     disable_contact: bool = _static(default=False)  # MuJoCo's mjDSBL_CONTACT
     disable_limit: bool = _static(default=False)  # MuJoCo's mjDSBL_LIMIT

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
+from mujoco_parity import drive_alongside
 
 import physics
 from physics import dynamics, kinematics
@@ -351,3 +352,42 @@ def test_site_actuators_match_mujoco():
     mujoco.mj_step(m, d, nstep=200)
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
     np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
+
+
+GRAVCOMP = """<mujoco><option timestep="0.002"/><worldbody>
+  <body name="shoulder" pos="0 0 1" gravcomp="1"><joint axis="0 1 0" damping=".2"/>
+    <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+    <body name="elbow" pos=".3 0 0" gravcomp=".5">
+      <joint name="elbow" axis="0 1 0" actuatorgravcomp="true" actuatorfrcrange="-1.5 1.5"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+      <body pos=".3 0 0"><joint name="wrist" axis="1 0 0" actuatorfrcrange="-.2 .3" damping=".3"/>
+        <geom type="box" size=".05 .02 .02" pos=".05 .01 0"/></body>
+    </body>
+  </body></worldbody>
+  <actuator><motor joint="elbow" ctrlrange="-3 3"/><motor joint="wrist" ctrlrange="-1 1"/>
+    <position joint="elbow" kp="5"/></actuator></mujoco>"""
+
+
+def test_gravity_compensation_and_joint_actuator_force_limits_match_mujoco():
+    """gravcomp holds that fraction of a body's weight up (passive, or actuator force where
+    the joint says actuatorgravcomp); actuatorfrcrange clips a joint's total actuator force."""
+    m = mujoco.MjModel.from_xml_string(GRAVCOMP)
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(GRAVCOMP)
+    forces = jax.jit(
+        lambda q, qd, ctrl: (
+            dynamics.passive_force(sys, physics.forward_kinematics(sys, q), q, qd),
+            dynamics.actuator_force(sys, physics.forward_kinematics(sys, q), q, qd, ctrl),
+        )
+    )
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        d.qpos[:], d.qvel[:], d.ctrl[:] = rng.normal(size=3), rng.normal(size=3), rng.normal(size=3)
+        mujoco.mj_forward(m, d)
+        passive, actuator = forces(*(jnp.asarray(x, jnp.float32) for x in (d.qpos, d.qvel, d.ctrl)))
+        np.testing.assert_allclose(passive, d.qfrc_passive, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(actuator, d.qfrc_actuator, rtol=1e-5, atol=1e-5)
+    assert np.isclose(np.abs(d.qfrc_actuator[1:]), [1.5, 0.2]).any()  # a limit was reached
+    mujoco.mj_resetData(m, d)
+    state = drive_alongside(sys, m, d, [np.array([0.5, 0.8, 0.3])] * 50, substeps=4)
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
