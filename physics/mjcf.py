@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from physics import constraints as con
-from physics import contact, equality, kinematics, mesh, tendon
+from physics import contact, dynamics, equality, kinematics, mesh, tendon
 from physics import system as S
 
 _MINVAL = 1e-15
@@ -70,7 +70,17 @@ _ACTUATOR = {
 _ACTUATOR_TAGS = ("general", "motor", "position", "velocity")
 # Actuator attributes that set the force model (gain and bias); the others (gear, ranges, ...)
 # are common to every kind.
-_GAIN_BIAS = {"kp", "kv", "gainprm", "biasprm", "gaintype", "biastype", "dyntype", "dynprm"}
+_GAIN_BIAS = {
+    "kp",
+    "kv",
+    "dampratio",
+    "gainprm",
+    "biasprm",
+    "gaintype",
+    "biastype",
+    "dyntype",
+    "dynprm",
+}
 # Activation dynamics (MuJoCo's mjtDyn) of a <general> actuator: its state act follows ctrl.
 _DYNTYPES = {"none": 0, "integrator": 1, "filter": 2, "filterexact": 3}
 
@@ -154,7 +164,7 @@ _KNOWN = {
         "smoothnormal",
     },
     "motor": _ACTUATOR,
-    "position": _ACTUATOR | {"kp", "kv", "inheritrange"},
+    "position": _ACTUATOR | {"kp", "kv", "dampratio", "inheritrange"},
     "velocity": _ACTUATOR | {"kv"},
     "general": _ACTUATOR
     | {"gainprm", "biasprm", "gaintype", "biastype", "dyntype", "dynprm", "actrange", "actlimited"},
@@ -991,7 +1001,8 @@ class _Loader:
         """Actuators on a joint or a tendon with MuJoCo's affine force model:
         force = gain * ctrl + bias[0] + bias[1] * length + bias[2] * velocity, where length and
         velocity are gear times the joint's (or tendon's) position and velocity (<motor>:
-        gain 1, no bias; <position kp kv>: gain kp, bias (0, -kp, -kv); <velocity kv>: gain
+        gain 1, no bias; <position kp kv>: gain kp, bias (0, -kp, -kv), kv possibly from a
+        damping ratio (see with_damping_ratios); <velocity kv>: gain
         kv, bias (0, 0, -kv); <general>: fixed gain and affine or no bias, with an activation
         state (integrator, filter or filterexact dynamics) in ctrl's place where dyntype says
         so)."""
@@ -1075,6 +1086,7 @@ class _Loader:
                         "dyntype": dyntype,
                         "tau": tau,
                         "actrange": actrange,
+                        "dampratio": self.damping_ratio(m, a) if m.tag == "position" else 0,
                     }
                 )
 
@@ -1095,15 +1107,31 @@ class _Loader:
             actrange = np.array([-np.inf, np.inf])
         return _DYNTYPES[name], float(prm[0]), actrange
 
+    @staticmethod
+    def damping_ratio(m: ET.Element, a: dict[str, str]) -> float:
+        """A <position>'s dampratio, 0 where its kv applies: MuJoCo keeps the two in one slot,
+        so the element's own wins over its class's."""
+        if "kv" in m.attrib or "dampratio" not in a:
+            return 0.0
+        return float(a["dampratio"])
+
     def actuator_gain_bias(self, m: ET.Element, a: dict[str, str]) -> tuple[float, np.ndarray]:
         """Gain and the three affine bias terms of an actuator element (see parse_actuators)."""
         if m.tag == "motor":
             return 1.0, np.zeros(3)
         if m.tag == "position":
-            kp, kv = float(a.get("kp", 1.0)), float(a.get("kv", 0.0))
-            if kp < 0 or kv < 0:
-                raise self.error(m, f"kp and kv must be >= 0, got kp={kp}, kv={kv}")
-            return kp, np.array([0.0, -kp, -kv])
+            if "kv" in m.attrib and "dampratio" in m.attrib:
+                raise self.error(m, "kv and dampratio cannot both be given")
+            kp, kv, ratio = (
+                float(a.get("kp", 1.0)),
+                float(a.get("kv", 0.0)),
+                self.damping_ratio(m, a),
+            )
+            if kp < 0 or kv < 0 or ratio < 0:
+                raise self.error(
+                    m, f"kp and kv (or dampratio) must be >= 0, got {kp}, {kv}, {ratio}"
+                )
+            return kp, np.array([0.0, -kp, 0.0 if ratio else -kv])
         if m.tag == "velocity":
             kv = float(a.get("kv", 1.0))
             if kv < 0:
@@ -1683,15 +1711,39 @@ class _Loader:
             eq_ref=f32(equality.reference_values(sys_)),
         )
         body_iw, dof_iw, eq_iw, ten_iw = contact.invweights(sys_)
-        return self.with_spring_dampers(
-            dataclasses.replace(
-                sys_,
-                body_invweight0=body_iw,
-                dof_invweight0=dof_iw,
-                eq_invweight0=eq_iw,
-                tendon_invweight0=ten_iw,
+        return self.with_damping_ratios(
+            self.with_spring_dampers(
+                dataclasses.replace(
+                    sys_,
+                    body_invweight0=body_iw,
+                    dof_invweight0=dof_iw,
+                    eq_invweight0=eq_iw,
+                    tendon_invweight0=ten_iw,
+                )
             )
         )
+
+    def with_damping_ratios(self, sys: S.System) -> S.System:
+        """<position dampratio>: kv = dampratio 2 sqrt(kp m), m the actuator's inertia at qpos0,
+        1 / (J M^-1 J^T) with J its moment arms (gear included), as MuJoCo's mj_setConst."""
+        wanted = [i for i, u in enumerate(self.actuators) if u["dampratio"] > 0]
+        if not wanted:
+            return sys
+        kin = kinematics.forward_kinematics(sys, sys.qpos0)
+        mass = np.asarray(dynamics.mass_matrix(sys, kin), np.float64)
+        _, moment = tendon.lengths_and_jacobian(sys, kin, sys.qpos0, sys.actuator_transmission)
+        moment = np.asarray(moment, np.float64)
+        if sys.actuator_site:
+            rows, site_rows = dynamics.site_moments(sys, kin)
+            moment[np.asarray(rows)] = np.asarray(site_rows, np.float64)
+        moment = moment * np.asarray(sys.actuator_gear, np.float64)[:, None]
+        bias = np.array(sys.actuator_bias)
+        for i in wanted:
+            j = moment[i]
+            inertia = 1 / max(_MINVAL, float(j @ np.linalg.solve(mass, j)))
+            kp = float(sys.actuator_gain[i])
+            bias[i, 2] = -self.actuators[i]["dampratio"] * 2 * math.sqrt(kp * inertia)
+        return dataclasses.replace(sys, actuator_bias=jnp.asarray(bias, jnp.float32))
 
     def with_spring_dampers(self, sys: S.System) -> S.System:
         """MuJoCo's springdamper="timeconst dampratio": the stiffness and damping that give a

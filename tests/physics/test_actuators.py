@@ -100,7 +100,6 @@ def test_actuator_forces_and_trajectory_match_mujoco():
         ('<general joint="j" biastype="affine" biasprm="0 0 0 1"/>', "biasprm[0:3]"),
         ('<position joint="j" kp="-1"/>', "kp and kv"),
         ('<position joint="j" inheritrange="1"/>', "inheritrange needs a limited joint or tendon"),
-        ('<position joint="j" dampratio="1"/>', "dampratio"),
         ('<cylinder joint="j"/>', "unsupported actuator <cylinder>"),
         ('<velocity tendon="nope"/>', "unknown tendon 'nope'"),
         ('<motor joint="j" tendon="t"/>', "one of joint, tendon or site"),
@@ -391,3 +390,24 @@ def test_gravity_compensation_and_joint_actuator_force_limits_match_mujoco():
     mujoco.mj_resetData(m, d)
     state = drive_alongside(sys, m, d, [np.array([0.5, 0.8, 0.3])] * 50, substeps=4)
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+
+
+def test_position_dampratio_sets_mujocos_kv():
+    """kv = dampratio 2 sqrt(kp m), m the actuator's inertia at qpos0 (J M^-1 J^T inverted,
+    gear and coupled dofs included), on a joint, through a gear, on a tendon; a class default
+    carries it."""
+    xml = """<mujoco><default><position dampratio=".7"/></default><worldbody>
+      <body><joint name="a" axis="0 1 0" armature=".1"/>
+        <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+        <body pos=".3 0 0"><joint name="b" axis="0 1 0"/>
+          <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/></body></body></worldbody>
+      <tendon><fixed name="t"><joint joint="a" coef="1"/><joint joint="b" coef="-.5"/></fixed>
+      </tendon>
+      <actuator><position joint="b" kp="10" dampratio="1"/><position joint="a" kp="10" gear="2"/>
+        <position tendon="t" kp="3"/><position joint="a" kp="5" kv="2" dampratio="0"/>
+      </actuator></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml.replace(' dampratio="0"', ""))
+    sys = physics.load_mjcf(xml.replace(' dampratio="0"', ""))
+    np.testing.assert_allclose(sys.actuator_bias, m.actuator_biasprm[:, :3], rtol=1e-5)
+    with pytest.raises(physics.MJCFError, match="kv and dampratio cannot both be given"):
+        physics.load_mjcf(xml.replace('kv="2" dampratio="0"', 'kv="2" dampratio=".5"'))
