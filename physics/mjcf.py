@@ -623,7 +623,14 @@ class _Loader:
             kp = float(params.get("kp", 1.0)) if kind == "position" else 0.0
             kv = float(params.get("kv", 0.0 if kind == "position" else 1.0))
             gain = kp if kind == "position" else kv
-            return {"gainprm": f"{gain!r}", "biastype": "affine", "biasprm": f"0 {-kp!r} {-kv!r}"}
+            damping = -kv  # or a position default's damping ratio, encoded as MuJoCo does
+            if kind == "position" and "kv" not in params and "dampratio" in params:
+                damping = float(params["dampratio"])
+            return {
+                "gainprm": f"{gain!r}",
+                "biastype": "affine",
+                "biasprm": f"0 {-kp!r} {damping!r}",
+            }
         return dict(per_kind.get("general", {})) if kind == "general" else {}
 
     # ---------------------------------------------------------------- geometry helpers
@@ -1050,6 +1057,9 @@ class _Loader:
                         m, "only the first gear component applies to a joint or tendon"
                     )
                 gain, bias = self.actuator_gain_bias(m, a)
+                dampratio = 0.0
+                if bias[2] > 0 and bias[1] == -gain:  # MuJoCo's encoding of a damping ratio
+                    dampratio, bias = float(bias[2]), bias * np.array([1.0, 1.0, 0.0])
                 dyntype, tau, actrange = self.activation(m, a)
                 ctrl = self.get_floats(m, a, "ctrlrange", [0.0, 0.0], 2)
                 force = self.get_floats(m, a, "forcerange", [0.0, 0.0], 2)
@@ -1086,7 +1096,7 @@ class _Loader:
                         "dyntype": dyntype,
                         "tau": tau,
                         "actrange": actrange,
-                        "dampratio": self.damping_ratio(m, a) if m.tag == "position" else 0,
+                        "dampratio": dampratio,
                     }
                 )
 
@@ -1131,7 +1141,7 @@ class _Loader:
                 raise self.error(
                     m, f"kp and kv (or dampratio) must be >= 0, got {kp}, {kv}, {ratio}"
                 )
-            return kp, np.array([0.0, -kp, 0.0 if ratio else -kv])
+            return kp, np.array([0.0, -kp, ratio if ratio else -kv])  # (ratio: see below)
         if m.tag == "velocity":
             kv = float(a.get("kv", 1.0))
             if kv < 0:

@@ -406,8 +406,16 @@ def test_position_dampratio_sets_mujocos_kv():
       <actuator><position joint="b" kp="10" dampratio="1"/><position joint="a" kp="10" gear="2"/>
         <position tendon="t" kp="3"/><position joint="a" kp="5" kv="2" dampratio="0"/>
       </actuator></mujoco>"""
-    m = mujoco.MjModel.from_xml_string(xml.replace(' dampratio="0"', ""))
-    sys = physics.load_mjcf(xml.replace(' dampratio="0"', ""))
+    xml = xml.replace(' dampratio="0"', "")
+    # a <general> in the class takes the damping ratio; so does one whose affine bias encodes
+    # one as MuJoCo's does (biasprm[1] = -gain, biasprm[2] > 0)
+    xml = xml.replace(
+        "</actuator>",
+        '<general joint="b"/><general joint="b" gainprm="4" biastype="affine" '
+        'biasprm=".5 -4 .3"/></actuator>',
+    )
+    m = mujoco.MjModel.from_xml_string(xml)
+    sys = physics.load_mjcf(xml)
     np.testing.assert_allclose(sys.actuator_bias, m.actuator_biasprm[:, :3], rtol=1e-5)
     with pytest.raises(physics.MJCFError, match="kv and dampratio cannot both be given"):
-        physics.load_mjcf(xml.replace('kv="2" dampratio="0"', 'kv="2" dampratio=".5"'))
+        physics.load_mjcf(xml.replace('kv="2"', 'kv="2" dampratio=".5"'))
