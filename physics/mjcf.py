@@ -267,6 +267,7 @@ _FLAG_EFFECTS = {
     "frictionloss": {"frictionloss"},
     "gravity": {"gravity"},
     "equality": {"equality"},
+    "eulerdamp": {"eulerdamp"},
 }
 _FLAGS_WITHOUT_EFFECT = {
     "warmstart",
@@ -544,8 +545,8 @@ class _Loader:
 
     def parse_flags(self, elem: ET.Element) -> None:
         """<option><flag>: the switches this engine honours (constraint, contact, limit,
-        frictionloss and gravity off), the ones that change nothing here, and an error for any
-        other."""
+        frictionloss, equality, gravity and eulerdamp off), the ones that change nothing here,
+        and an error for any other."""
         for key, value in elem.attrib.items():
             if value not in ("enable", "disable"):
                 raise self.error(elem, f"flag {key}={value!r} must be enable or disable")
@@ -1689,6 +1690,7 @@ class _Loader:
             disable_limit="limit" in self.disabled,
             disable_frictionloss="frictionloss" in self.disabled,
             disable_equality="equality" in self.disabled,
+            disable_eulerdamp="eulerdamp" in self.disabled,
             dof_friction=tuple(i for i, x in enumerate(frictionloss) if x > 0),
             cone=self.cone,
             impratio=self.impratio,

@@ -142,8 +142,10 @@ def _substep(sys: System, state: State, ctrl: jax.Array) -> State:
     # M qacc_forward = f + fc, qacc = qacc_forward - (M + dt*D)^-1 dt*D qacc_forward: solving
     # for f + fc instead loses float32 digits to cancellation when constraint forces are large
     # and M is ill-conditioned (M^-1 amplifies fc's rounding); undamped dofs keep the solver's.
-    damp = dt * sys.dof_damping
-    qacc = res.qacc - jsl.cho_solve(jsl.cho_factor(m + jnp.diag(damp)), damp * res.qacc)
+    qacc = res.qacc
+    if not sys.disable_eulerdamp:  # (<flag eulerdamp="disable">: damping stays explicit)
+        damp = dt * sys.dof_damping
+        qacc = qacc - jsl.cho_solve(jsl.cho_factor(m + jnp.diag(damp)), damp * qacc)
     qd = state.qd + dt * qacc
     q = kinematics.integrate_position(sys, state.q, qd, dt)
     kin = kinematics.forward_kinematics(sys, q)

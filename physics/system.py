@@ -283,6 +283,7 @@ class System:
     disable_limit: bool = _static(default=False)  # MuJoCo's mjDSBL_LIMIT
     disable_frictionloss: bool = _static(default=False)  # MuJoCo's mjDSBL_FRICTIONLOSS
     disable_equality: bool = _static(default=False)  # MuJoCo's mjDSBL_EQUALITY
+    disable_eulerdamp: bool = _static(default=False)  # mjDSBL_EULERDAMP: damping explicit
     # tendons with a limit or friction loss, as physics.tendon paths, and which are limited
     constrained_tendons: tuple[TendonPath, ...] = _static(default=())
     tendon_limited: tuple[bool, ...] = _static(default=())

@@ -394,6 +394,26 @@ def test_option_flags_match_mujoco():
     np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=1e-4)
 
 
+def test_eulerdamp_flag_integrates_damping_explicitly_as_mujoco():
+    """<flag eulerdamp="disable">: Euler without the implicit damping step (a heavily damped
+    hinge makes the two visibly different)."""
+    xml = FLAGS_XML.format(flags='eulerdamp="disable"').replace(
+        'range="-10 10"', 'range="-10 10" damping=".02"'
+    )
+    trajectories = []
+    for source in (xml, xml.replace('eulerdamp="disable"', "")):
+        sys, m = physics.load_mjcf(source), mujoco.MjModel.from_xml_string(source)
+        d = mujoco.MjData(m)
+        d.qvel[6] = 4.0
+        state = jax.jit(physics.step, static_argnames="n_substeps")(
+            sys, physics.init(sys, d.qpos.copy(), d.qvel.copy()), np.zeros(0), n_substeps=40
+        )
+        mujoco.mj_step(m, d, nstep=40)
+        np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=1e-4)
+        trajectories.append(d.qpos[7])
+    assert abs(trajectories[0] - trajectories[1]) > 1e-3
+
+
 @pytest.mark.parametrize(
     "flag, needle",
     [
