@@ -981,8 +981,9 @@ class _Loader:
             raise self.error(geom, f"unknown mesh {name!r}")
         elem = self.mesh_elems[name]
         a = self.attrs(elem, "main")
-        if int(a.get("maxhullvert", -1)) != -1:
-            raise self.error(elem, "maxhullvert (a reduced collision hull) is not supported")
+        maxhullvert = int(a.get("maxhullvert", -1))
+        if maxhullvert != -1 and maxhullvert < 4:
+            raise self.error(elem, f"maxhullvert={maxhullvert} must be -1 or at least 4")
         try:
             if "file" in a:
                 path = a["file"]
@@ -1806,6 +1807,15 @@ class _Loader:
             if self.meshes[name].hull is None:
                 raise self.error(
                     self.mesh_elems[name], "a flat mesh cannot collide (set contype/conaffinity 0)"
+                )
+            limit = int(self.attrs(self.mesh_elems[name], "main").get("maxhullvert", -1))
+            if 0 < limit < len(self.meshes[name].hull.vertices):
+                warnings.warn(
+                    f"{self.source}: mesh {name!r} collides with its full convex hull of "
+                    f"{len(self.meshes[name].hull.vertices)} vertices; MuJoCo cuts it to "
+                    f"maxhullvert={limit}, so its contacts differ",
+                    MJCFWarning,
+                    stacklevel=4,
                 )
         tables = mesh.hull_tables([self.meshes[n].hull for n in names])
         return dataclasses.replace(
