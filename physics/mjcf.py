@@ -2,20 +2,19 @@
 
 Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis, gravcomp), ``inertial`` or
 inertia from geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits,
-damping, stiffness or springdamper, armature, frictionloss, actuatorfrcrange,
-actuatorgravcomp), plane/sphere/capsule/ellipsoid/cylinder/box
-geoms, mesh geoms (``<asset><mesh>`` from a file or inline vertices: :mod:`physics.mesh`),
-motor/position/velocity/general (fixed gain, affine bias, integrator/filter activation) on joints,
-tendons or sites, ``include`` files, ``frame`` elements, ``option`` timestep/gravity/flags and
-a medium's density/viscosity/wind (MuJoCo's inertia-box fluid model), the pyramidal or
-elliptic friction cone (contacts of condim 1, 3, 4 and 6), ``default`` classes with
-``childclass``, ``contact/exclude`` and explicit ``contact/pair`` elements, sites, fixed
-tendons and spatial tendons (through sites and pulleys) with springs, dampers, limits and
-friction loss, and ``equality`` connect and weld (by bodies or sites), joint and tendon
-couplings. Purely visual or bookkeeping content
-(rgba, materials, textures, cameras, lights, sensors, keyframes, ...) is skipped.
-Anything else that would change the dynamics raises :class:`MJCFError` naming it and the file,
-so a model never silently behaves differently from MuJoCo.
+damping, stiffness or springdamper, armature, frictionloss, actuatorfrcrange, actuatorgravcomp),
+plane/sphere/capsule/ellipsoid/cylinder/box geoms, mesh geoms (``<asset><mesh>`` from a file or
+inline vertices: :mod:`physics.mesh`), motor/position/velocity/intvelocity/cylinder/general
+(fixed gain, affine bias, integrator/filter activation) on joints, tendons or sites, ``include``
+files, ``frame`` elements, ``option`` timestep/gravity/flags and a medium's
+density/viscosity/wind (MuJoCo's inertia-box fluid model), the pyramidal or elliptic friction
+cone (contacts of condim 1, 3, 4 and 6), ``default`` classes with ``childclass``,
+``contact/exclude`` and explicit ``contact/pair`` elements, sites, fixed tendons and spatial
+tendons (through sites and pulleys) with springs, dampers, limits and friction loss, and
+``equality`` connect and weld (by bodies or sites), joint and tendon couplings. Purely visual or
+bookkeeping content (rgba, materials, textures, cameras, lights, sensors, keyframes, ...) is
+skipped. Anything else that would change the dynamics raises :class:`MJCFError` naming it and
+the file, so a model never silently behaves differently from MuJoCo.
 
 Integrator note: ``option integrator`` is accepted but the engine always integrates with
 MuJoCo's semi-implicit Euler; any other integrator (gymnasium's XMLs ask for RK4) is loaded with
@@ -67,13 +66,17 @@ _ACTUATOR = {
     "forcelimited",
 } | _VISUAL
 # MuJoCo keeps one actuator default per class, which every actuator element in <default> sets.
-_ACTUATOR_TAGS = ("general", "motor", "position", "velocity")
+_ACTUATOR_TAGS = ("general", "motor", "position", "velocity", "intvelocity", "cylinder")
 # Actuator attributes that set the force model (gain and bias); the others (gear, ranges, ...)
 # are common to every kind.
 _GAIN_BIAS = {
     "kp",
     "kv",
     "dampratio",
+    "timeconst",
+    "area",
+    "diameter",
+    "bias",
     "gainprm",
     "biasprm",
     "gaintype",
@@ -166,6 +169,10 @@ _KNOWN = {
     "motor": _ACTUATOR,
     "position": _ACTUATOR | {"kp", "kv", "dampratio", "inheritrange"},
     "velocity": _ACTUATOR | {"kv"},
+    # integrated velocity: act' = ctrl, a position servo (kp, kv) on act, within actrange
+    "intvelocity": _ACTUATOR | {"kp", "kv", "dampratio", "actrange", "actlimited"},
+    # a pneumatic or hydraulic cylinder: act filters ctrl (timeconst); force area act + bias
+    "cylinder": _ACTUATOR | {"timeconst", "area", "diameter", "bias"},
     "general": _ACTUATOR
     | {"gainprm", "biasprm", "gaintype", "biastype", "dyntype", "dynprm", "actrange", "actlimited"},
     "option": {
@@ -604,9 +611,10 @@ class _Loader:
 
     def inherited_force_model(self, elem: ET.Element, defaults: dict) -> dict[str, str]:
         """The force-model attributes actuator `elem` takes from its class (see
-        `_actuator_default`): a <motor>, <position> or <velocity> takes its own kind's
-        defaults; a <general> takes the force model of the kind named there (a <position>'s
-        or <velocity>'s as gain and affine bias, a <general>'s parameters, a <motor>'s
+        `_actuator_default`): a <motor>, <position>, <velocity>, <intvelocity> or <cylinder>
+        takes its own kind's defaults; a <general> takes the force model of the kind named
+        there (a <position>'s or <velocity>'s as gain and affine bias, an <intvelocity>'s or
+        <cylinder>'s with their activation dynamics too, a <general>'s parameters, a <motor>'s
         nothing)."""
         per_kind = defaults.get("actuator_params", {})
         kind = defaults.get("actuator_force", "motor")
@@ -619,8 +627,28 @@ class _Loader:
                     f"<{elem.tag}> or in a <{elem.tag}> default",
                 )
             return dict(per_kind.get(elem.tag, {}))
+        params = per_kind.get(kind, {})
+        if kind == "cylinder":  # a filter on ctrl, gain area, affine bias
+            area = float(params.get("area", 1.0))
+            if "diameter" in params:
+                area = math.pi / 4 * float(params["diameter"]) ** 2
+            return {
+                "gainprm": f"{area!r}",
+                "biastype": "affine",
+                "biasprm": params.get("bias", "0 0 0"),
+                "dyntype": "filter",
+                "dynprm": params.get("timeconst", "1"),
+            }
+        if kind == "intvelocity":  # an integrator on ctrl, a position servo on it
+            kp, kv = float(params.get("kp", 1.0)), float(params.get("kv", 0.0))
+            damping = float(params["dampratio"]) if "dampratio" in params else -kv
+            return {
+                "gainprm": f"{kp!r}",
+                "biastype": "affine",
+                "biasprm": f"0 {-kp!r} {damping!r}",
+                "dyntype": "integrator",
+            }
         if kind in ("position", "velocity"):
-            params = per_kind.get(kind, {})
             kp = float(params.get("kp", 1.0)) if kind == "position" else 0.0
             kv = float(params.get("kv", 0.0 if kind == "position" else 1.0))
             gain = kp if kind == "position" else kv
@@ -1104,7 +1132,16 @@ class _Loader:
 
     def activation(self, m: ET.Element, a: dict[str, str]) -> tuple[int, float, np.ndarray]:
         """(dyntype, time constant, actrange) of an actuator: integrator (act' = ctrl),
-        filter and filterexact (act' = (ctrl - act) / dynprm[0]); muscle and user are refused."""
+        filter and filterexact (act' = (ctrl - act) / dynprm[0]); muscle and user are refused.
+        <intvelocity> integrates (within its actrange), <cylinder> filters (timeconst)."""
+        if m.tag == "intvelocity":
+            if "actrange" not in a:
+                raise self.error(m, "intvelocity needs an actrange")
+            a = {**a, "dyntype": "integrator", "actlimited": a.get("actlimited", "true")}
+        elif m.tag == "cylinder":
+            a = {**a, "dyntype": "filter", "dynprm": a.get("timeconst", "1")}
+        elif m.tag != "general":
+            a = {k: v for k, v in a.items() if k not in ("dyntype", "dynprm")}
         name = a.get("dyntype", "none")
         if name not in _DYNTYPES:
             raise self.error(m, f"unsupported dyntype={name!r} (supported: {', '.join(_DYNTYPES)})")
@@ -1131,7 +1168,7 @@ class _Loader:
         """Gain and the three affine bias terms of an actuator element (see parse_actuators)."""
         if m.tag == "motor":
             return 1.0, np.zeros(3)
-        if m.tag == "position":
+        if m.tag in ("position", "intvelocity"):
             if "kv" in m.attrib and "dampratio" in m.attrib:
                 raise self.error(m, "kv and dampratio cannot both be given")
             kp, kv, ratio = (
@@ -1144,6 +1181,11 @@ class _Loader:
                     m, f"kp and kv (or dampratio) must be >= 0, got {kp}, {kv}, {ratio}"
                 )
             return kp, np.array([0.0, -kp, ratio if ratio else -kv])  # (ratio: see below)
+        if m.tag == "cylinder":
+            area = float(a.get("area", 1.0))
+            if "diameter" in a:
+                area = math.pi / 4 * float(a["diameter"]) ** 2
+            return area, self.padded(m, a, "bias", (0.0, 0.0, 0.0))
         if m.tag == "velocity":
             kv = float(a.get("kv", 1.0))
             if kv < 0:

@@ -100,7 +100,8 @@ def test_actuator_forces_and_trajectory_match_mujoco():
         ('<general joint="j" biastype="affine" biasprm="0 0 0 1"/>', "biasprm[0:3]"),
         ('<position joint="j" kp="-1"/>', "kp and kv"),
         ('<position joint="j" inheritrange="1"/>', "inheritrange needs a limited joint or tendon"),
-        ('<cylinder joint="j"/>', "unsupported actuator <cylinder>"),
+        ('<damper joint="j" kv="1" ctrlrange="0 1"/>', "unsupported actuator <damper>"),
+        ('<intvelocity joint="j" kp="1"/>', "intvelocity needs an actrange"),
         ('<velocity tendon="nope"/>', "unknown tendon 'nope'"),
         ('<motor joint="j" tendon="t"/>', "one of joint, tendon or site"),
         ('<motor site="nope"/>', "unknown site 'nope'"),
@@ -419,3 +420,43 @@ def test_position_dampratio_sets_mujocos_kv():
     np.testing.assert_allclose(sys.actuator_bias, m.actuator_biasprm[:, :3], rtol=1e-5)
     with pytest.raises(physics.MJCFError, match="kv and dampratio cannot both be given"):
         physics.load_mjcf(xml.replace('kv="2"', 'kv="2" dampratio=".5"'))
+
+
+SHORTCUTS = """<mujoco><option timestep="0.002"/>
+  <default><default class="servo"><intvelocity kp="20" kv="1" actrange="-1 1"/></default>
+    <default class="piston"><cylinder timeconst=".05" diameter=".05" bias="1 0 -2"/></default>
+  </default>
+  <worldbody><body><joint name="hinge" axis="0 1 0" damping=".1"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+      <body pos=".3 0 0"><joint name="slide" type="slide" axis="1 0 0" damping="2"/>
+        <geom type="box" size=".05 .03 .03"/></body></body></worldbody>
+  <actuator>
+    <intvelocity class="servo" joint="hinge"/>
+    <intvelocity joint="hinge" kp="5" dampratio=".8" actrange="-.5 .5"/>
+    <cylinder class="piston" joint="slide" ctrlrange="0 800"/>
+    <cylinder joint="slide" area=".002"/>
+    <general class="servo" joint="hinge"/>
+    <general class="piston" joint="slide"/>
+  </actuator></mujoco>"""
+
+
+def test_intvelocity_and_cylinder_actuators_are_mujocos():
+    """<intvelocity> (an integrator on ctrl, a position servo on it, within actrange) and
+    <cylinder> (a filter on ctrl, gain area or pi d^2 / 4, affine bias), from their own
+    attributes or their class, and <general>s in those classes, as MuJoCo builds them and
+    along MuJoCo's driven trajectory."""
+    m = mujoco.MjModel.from_xml_string(SHORTCUTS)
+    sys = physics.load_mjcf(SHORTCUTS)
+    np.testing.assert_allclose(sys.actuator_gain, m.actuator_gainprm[:, 0], rtol=1e-5)
+    np.testing.assert_allclose(sys.actuator_bias, m.actuator_biasprm[:, :3], rtol=1e-5)
+    assert sys.actuator_dyntype == tuple(m.actuator_dyntype)
+    np.testing.assert_allclose(sys.actuator_tau, m.actuator_dynprm[:, 0], rtol=1e-6)
+    act_range = np.where(m.actuator_actlimited[:, None], m.actuator_actrange, [-np.inf, np.inf])
+    np.testing.assert_allclose(sys.actuator_actrange, act_range)
+    d = mujoco.MjData(m)
+    controls = [np.array([0.8, -0.6, 500, 300, 0.4, 200])] * 30 + [
+        np.array([-1, 1, 0, 50, -1, 0])
+    ] * 30
+    state = drive_alongside(sys, m, d, controls, substeps=5)
+    np.testing.assert_allclose(state.act, d.act, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
