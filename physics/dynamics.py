@@ -173,6 +173,8 @@ def _actuator_dof_force(
     if sys.na:
         ctrl = ctrl.at[_stateful(sys)].set(act)
     bias = sys.actuator_bias
-    force = sys.actuator_gain * ctrl + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
+    gain = sys.actuator_gain
+    gain = gain[:, 0] + gain[:, 1] * length + gain[:, 2] * velocity
+    force = gain * ctrl + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
     force = jnp.clip(force, sys.actuator_forcerange[:, 0], sys.actuator_forcerange[:, 1])
     return tendon.mat_vec(moment.T, sys.actuator_gear * force)

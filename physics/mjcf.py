@@ -4,17 +4,18 @@ Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis, gravcomp), ``i
 inertia from geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits,
 damping, stiffness or springdamper, armature, frictionloss, actuatorfrcrange, actuatorgravcomp),
 plane/sphere/capsule/ellipsoid/cylinder/box geoms, mesh geoms (``<asset><mesh>`` from a file or
-inline vertices: :mod:`physics.mesh`), motor/position/velocity/intvelocity/cylinder/general
-(fixed gain, affine bias, integrator/filter activation) on joints, tendons or sites, ``include``
-files, ``frame`` elements, ``option`` timestep/gravity/flags and a medium's
-density/viscosity/wind (MuJoCo's inertia-box fluid model), the pyramidal or elliptic friction
-cone (contacts of condim 1, 3, 4 and 6), ``default`` classes with ``childclass``,
-``contact/exclude`` and explicit ``contact/pair`` elements, sites, fixed tendons and spatial
-tendons (through sites and pulleys) with springs, dampers, limits and friction loss, and
-``equality`` connect and weld (by bodies or sites), joint and tendon couplings. Purely visual or
-bookkeeping content (rgba, materials, textures, cameras, lights, sensors, keyframes, ...) is
-skipped. Anything else that would change the dynamics raises :class:`MJCFError` naming it and
-the file, so a model never silently behaves differently from MuJoCo.
+inline vertices: :mod:`physics.mesh`),
+motor/position/velocity/intvelocity/damper/cylinder/general (fixed or affine gain, affine bias,
+integrator/filter activation) on joints, tendons or sites, ``include`` files, ``frame``
+elements, ``option`` timestep/gravity/flags and a medium's density/viscosity/wind (MuJoCo's
+inertia-box fluid model), the pyramidal or elliptic friction cone (contacts of condim 1, 3, 4
+and 6), ``default`` classes with ``childclass``, ``contact/exclude`` and explicit
+``contact/pair`` elements, sites, fixed tendons and spatial tendons (through sites and pulleys)
+with springs, dampers, limits and friction loss, and ``equality`` connect and weld (by bodies or
+sites), joint and tendon couplings. Purely visual or bookkeeping content (rgba, materials,
+textures, cameras, lights, sensors, keyframes, ...) is skipped. Anything else that would change
+the dynamics raises :class:`MJCFError` naming it and the file, so a model never silently behaves
+differently from MuJoCo.
 
 Integrator note: ``option integrator`` is accepted but the engine always integrates with
 MuJoCo's semi-implicit Euler; any other integrator (gymnasium's XMLs ask for RK4) is loaded with
@@ -66,7 +67,15 @@ _ACTUATOR = {
     "forcelimited",
 } | _VISUAL
 # MuJoCo keeps one actuator default per class, which every actuator element in <default> sets.
-_ACTUATOR_TAGS = ("general", "motor", "position", "velocity", "intvelocity", "cylinder")
+_ACTUATOR_TAGS = (
+    "general",
+    "motor",
+    "position",
+    "velocity",
+    "intvelocity",
+    "damper",
+    "cylinder",
+)
 # Actuator attributes that set the force model (gain and bias); the others (gear, ranges, ...)
 # are common to every kind.
 _GAIN_BIAS = {
@@ -171,6 +180,8 @@ _KNOWN = {
     "velocity": _ACTUATOR | {"kv"},
     # integrated velocity: act' = ctrl, a position servo (kp, kv) on act, within actrange
     "intvelocity": _ACTUATOR | {"kp", "kv", "dampratio", "actrange", "actlimited"},
+    # a damper of adjustable strength: force = -kv velocity ctrl (ctrl >= 0)
+    "damper": _ACTUATOR | {"kv"},
     # a pneumatic or hydraulic cylinder: act filters ctrl (timeconst); force area act + bias
     "cylinder": _ACTUATOR | {"timeconst", "area", "diameter", "bias"},
     "general": _ACTUATOR
@@ -648,6 +659,9 @@ class _Loader:
                 "biasprm": f"0 {-kp!r} {damping!r}",
                 "dyntype": "integrator",
             }
+        if kind == "damper":
+            kv = float(params.get("kv", 1.0))
+            return {"gaintype": "affine", "gainprm": f"0 0 {-kv!r}", "biastype": "none"}
         if kind in ("position", "velocity"):
             kp = float(params.get("kp", 1.0)) if kind == "position" else 0.0
             kv = float(params.get("kv", 0.0 if kind == "position" else 1.0))
@@ -1087,8 +1101,10 @@ class _Loader:
                         m, "only the first gear component applies to a joint or tendon"
                     )
                 gain, bias = self.actuator_gain_bias(m, a)
+                gain = np.concatenate([np.atleast_1d(gain), np.zeros(3)])[:3]
                 dampratio = 0.0
-                if bias[2] > 0 and bias[1] == -gain:  # MuJoCo's encoding of a damping ratio
+                position_like = bias[1] == -gain[0] and not gain[1:].any()
+                if bias[2] > 0 and position_like:  # MuJoCo's encoding of a damping ratio
                     dampratio, bias = float(bias[2]), bias * np.array([1.0, 1.0, 0.0])
                 dyntype, tau, actrange = self.activation(m, a)
                 ctrl = self.get_floats(m, a, "ctrlrange", [0.0, 0.0], 2)
@@ -1164,8 +1180,11 @@ class _Loader:
             return 0.0
         return float(a["dampratio"])
 
-    def actuator_gain_bias(self, m: ET.Element, a: dict[str, str]) -> tuple[float, np.ndarray]:
-        """Gain and the three affine bias terms of an actuator element (see parse_actuators)."""
+    def actuator_gain_bias(
+        self, m: ET.Element, a: dict[str, str]
+    ) -> tuple[float | np.ndarray, np.ndarray]:
+        """Gain (a number, or the three terms of an affine gain) and the three affine bias
+        terms of an actuator element (see parse_actuators)."""
         if m.tag == "motor":
             return 1.0, np.zeros(3)
         if m.tag in ("position", "intvelocity"):
@@ -1186,23 +1205,36 @@ class _Loader:
             if "diameter" in a:
                 area = math.pi / 4 * float(a["diameter"]) ** 2
             return area, self.padded(m, a, "bias", (0.0, 0.0, 0.0))
-        if m.tag == "velocity":
+        if m.tag in ("velocity", "damper"):
             kv = float(a.get("kv", 1.0))
             if kv < 0:
                 raise self.error(m, f"kv must be >= 0, got {kv}")
+            if m.tag == "damper":  # gain -kv velocity, ctrl the damper's strength
+                if not self.flag(m, a, "ctrllimited", "ctrlrange" in a) or any(
+                    self.get_floats(m, a, "ctrlrange", [0.0, 0.0], 2) < 0
+                ):
+                    raise self.error(m, "a damper needs a ctrlrange of non-negative values")
+                return np.array([0.0, 0.0, -kv]), np.zeros(3)
             return kv, np.array([0.0, 0.0, -kv])
-        for key, allowed in (("gaintype", ("fixed",)), ("biastype", ("none", "affine"))):
+        for key, allowed in (("gaintype", ("fixed", "affine")), ("biastype", ("none", "affine"))):
             if a.get(key, allowed[0]) not in allowed:
                 raise self.error(m, f"unsupported {key}={a[key]!r} (supported: {allowed})")
         gainprm = self.get_floats(m, a, "gainprm", [1.0])
         biasprm = self.get_floats(m, a, "biasprm", [0.0])
-        if np.any(gainprm[1:] != 0):
-            raise self.error(m, "a fixed gain uses gainprm[0] only; the rest must be 0")
+        affine_gain = a.get("gaintype", "fixed") == "affine"
+        if np.any(gainprm[3 if affine_gain else 1 :] != 0):
+            raise self.error(
+                m,
+                "an affine gain uses gainprm[0:3] only; the rest must be 0"
+                if affine_gain
+                else "a fixed gain uses gainprm[0] only; the rest must be 0",
+            )
+        gain = np.concatenate([gainprm, np.zeros(3)])[:3] if affine_gain else float(gainprm[0])
         if a.get("biastype", "none") == "none":
-            return float(gainprm[0]), np.zeros(3)
+            return gain, np.zeros(3)
         if np.any(biasprm[3:] != 0):
             raise self.error(m, "an affine bias uses biasprm[0:3] only; the rest must be 0")
-        return float(gainprm[0]), np.concatenate([biasprm, np.zeros(3)])[:3]
+        return gain, np.concatenate([biasprm, np.zeros(3)])[:3]
 
     def parse_contact(self) -> None:
         """<contact>: body pairs excluded from collision, and explicit geom pairs (<pair>)
@@ -1675,7 +1707,7 @@ class _Loader:
             tendon_damping=tf("damping", ()),
             tendon_lengthspring=f32([t["lengthspring"] or [0.0, 0.0] for t in tendons], (nt, 2)),
             actuator_gear=af("gear", ()),
-            actuator_gain=af("gain", ()),
+            actuator_gain=af("gain", (3,)),
             actuator_bias=af("bias", (3,)),
             actuator_ctrlrange=af("ctrlrange", (2,)),
             actuator_forcerange=af("forcerange", (2,)),
@@ -1796,7 +1828,7 @@ class _Loader:
         for i in wanted:
             j = moment[i]
             inertia = 1 / max(_MINVAL, float(j @ np.linalg.solve(mass, j)))
-            kp = float(sys.actuator_gain[i])
+            kp = float(sys.actuator_gain[i, 0])
             bias[i, 2] = -self.actuators[i]["dampratio"] * 2 * math.sqrt(kp * inertia)
         return dataclasses.replace(sys, actuator_bias=jnp.asarray(bias, jnp.float32))
 

@@ -233,7 +233,7 @@ class System:
     tendon_solref_friction: jax.Array  # [ntc, 2]
     tendon_solimp_friction: jax.Array  # [ntc, 5]
     actuator_gear: jax.Array  # [nu]
-    actuator_gain: jax.Array  # [nu]
+    actuator_gain: jax.Array  # [nu, 3] gain = g0 + g1 * length + g2 * velocity
     actuator_bias: jax.Array  # [nu, 3]
     actuator_ctrlrange: jax.Array  # [nu, 2]
     actuator_forcerange: jax.Array  # [nu, 2]

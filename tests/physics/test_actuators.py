@@ -100,7 +100,8 @@ def test_actuator_forces_and_trajectory_match_mujoco():
         ('<general joint="j" biastype="affine" biasprm="0 0 0 1"/>', "biasprm[0:3]"),
         ('<position joint="j" kp="-1"/>', "kp and kv"),
         ('<position joint="j" inheritrange="1"/>', "inheritrange needs a limited joint or tendon"),
-        ('<damper joint="j" kv="1" ctrlrange="0 1"/>', "unsupported actuator <damper>"),
+        ('<damper joint="j" kv="1"/>', "a damper needs a ctrlrange of non-negative values"),
+        ('<damper joint="j" kv="1" ctrlrange="-1 1"/>', "non-negative"),
         ('<intvelocity joint="j" kp="1"/>', "intvelocity needs an actrange"),
         ('<velocity tendon="nope"/>', "unknown tendon 'nope'"),
         ('<motor joint="j" tendon="t"/>', "one of joint, tendon or site"),
@@ -214,7 +215,7 @@ def test_actuator_defaults_resolve_as_mujoco(default, actuator):
         f"<geom size='0.1'/></body></worldbody><actuator>{actuator}</actuator></mujoco>"
     )
     sys, m = physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml)
-    np.testing.assert_allclose(np.asarray(sys.actuator_gain), m.actuator_gainprm[:, 0])
+    np.testing.assert_allclose(np.asarray(sys.actuator_gain), m.actuator_gainprm[:, :3])
     np.testing.assert_allclose(np.asarray(sys.actuator_bias), m.actuator_biasprm[:, :3], atol=0)
     np.testing.assert_allclose(np.asarray(sys.actuator_gear), m.actuator_gear[:, 0])
     limited = ~np.isinf(np.asarray(sys.actuator_ctrlrange)[:, 0])
@@ -425,6 +426,7 @@ def test_position_dampratio_sets_mujocos_kv():
 SHORTCUTS = """<mujoco><option timestep="0.002"/>
   <default><default class="servo"><intvelocity kp="20" kv="1" actrange="-1 1"/></default>
     <default class="piston"><cylinder timeconst=".05" diameter=".05" bias="1 0 -2"/></default>
+    <default class="brake"><damper kv="3"/></default>
   </default>
   <worldbody><body><joint name="hinge" axis="0 1 0" damping=".1"/>
       <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
@@ -437,26 +439,28 @@ SHORTCUTS = """<mujoco><option timestep="0.002"/>
     <cylinder joint="slide" area=".002"/>
     <general class="servo" joint="hinge"/>
     <general class="piston" joint="slide"/>
+    <damper joint="slide" kv="40" ctrlrange="0 1"/>
+    <general joint="hinge" gaintype="affine" gainprm="1 -2 -.5" biastype="affine" biasprm="0 -1"/>
+    <general class="brake" joint="hinge" ctrlrange="0 1"/>
   </actuator></mujoco>"""
 
 
-def test_intvelocity_and_cylinder_actuators_are_mujocos():
-    """<intvelocity> (an integrator on ctrl, a position servo on it, within actrange) and
-    <cylinder> (a filter on ctrl, gain area or pi d^2 / 4, affine bias), from their own
-    attributes or their class, and <general>s in those classes, as MuJoCo builds them and
-    along MuJoCo's driven trajectory."""
+def test_intvelocity_cylinder_damper_and_affine_gains_are_mujocos():
+    """<intvelocity> (an integrator on ctrl, a position servo on it, within actrange),
+    <cylinder> (a filter on ctrl, gain area or pi d^2 / 4, affine bias), <damper> (gain
+    -kv velocity) and affine gains, from their own attributes or their class, and <general>s
+    in those classes, as MuJoCo builds them and along MuJoCo's driven trajectory."""
     m = mujoco.MjModel.from_xml_string(SHORTCUTS)
     sys = physics.load_mjcf(SHORTCUTS)
-    np.testing.assert_allclose(sys.actuator_gain, m.actuator_gainprm[:, 0], rtol=1e-5)
+    np.testing.assert_allclose(sys.actuator_gain, m.actuator_gainprm[:, :3], rtol=1e-5)
     np.testing.assert_allclose(sys.actuator_bias, m.actuator_biasprm[:, :3], rtol=1e-5)
     assert sys.actuator_dyntype == tuple(m.actuator_dyntype)
     np.testing.assert_allclose(sys.actuator_tau, m.actuator_dynprm[:, 0], rtol=1e-6)
     act_range = np.where(m.actuator_actlimited[:, None], m.actuator_actrange, [-np.inf, np.inf])
     np.testing.assert_allclose(sys.actuator_actrange, act_range)
     d = mujoco.MjData(m)
-    controls = [np.array([0.8, -0.6, 500, 300, 0.4, 200])] * 30 + [
-        np.array([-1, 1, 0, 50, -1, 0])
-    ] * 30
+    controls = [np.array([0.8, -0.6, 500, 300, 0.4, 200, 0.5, 0.3, 1])] * 30
+    controls += [np.array([-1, 1, 0, 50, -1, 0, 1, -0.2, 0.2])] * 30
     state = drive_alongside(sys, m, d, controls, substeps=5)
     np.testing.assert_allclose(state.act, d.act, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
