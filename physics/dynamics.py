@@ -113,17 +113,33 @@ def next_activation(sys: System, act: jax.Array, ctrl: jax.Array, dt: jax.Array)
     return jnp.clip(act + rate * step, lo, hi)
 
 
-def site_moments(sys: System, kin: Kinematics) -> tuple[np.ndarray, jax.Array]:
-    """(actuators, moment arms [n, nv]) of the site actuators, as MuJoCo's mjTRN_SITE: the
-    gear wrench (force, torque) turned from the site's frame into the world's, through the
-    site's Jacobian."""
-    actuators, site, gear = (np.asarray(x) for x in zip(*sys.actuator_site, strict=True))
+def site_moments(sys: System, kin: Kinematics) -> tuple[np.ndarray, jax.Array, jax.Array]:
+    """(actuators, moment arms [n, nv], lengths [n]) of the site actuators, as MuJoCo's
+    mjTRN_SITE: the gear wrench (force, torque) turned from the site's frame into the
+    world's, through the site's Jacobian; length 0. With a refsite, the wrench is in the
+    refsite's frame, through the Jacobian relative to it, and the length is the gear's dot
+    product with the site's position and rotation (vector) relative to the refsite."""
+    actuators, site, gear, ref = (np.asarray(x) for x in zip(*sys.actuator_site, strict=True))
+    gear = gear.astype(np.float64)
     pos, mat = kinematics.site_frames(sys, kin)
-    body = np.asarray(sys.site_body, np.int32)[site]
-    jac = kinematics.point_jacobian(sys, kin, pos[site], body)  # [n, 6, nv]: angular, linear
-    torque = math.mat_vec(mat[site], jnp.asarray(gear[:, 3:], pos.dtype))
-    force = math.mat_vec(mat[site], jnp.asarray(gear[:, :3], pos.dtype))
-    return actuators, jnp.einsum("ni,nim->nm", jnp.concatenate([torque, force], -1), jac)
+    site_body = np.asarray(sys.site_body, np.int32)
+    jac = kinematics.point_jacobian(sys, kin, pos[site], site_body[site])  # [n, 6, nv]
+    frame = mat[site]
+    length = jnp.zeros(len(site), pos.dtype)
+    if (ref >= 0).any():  # relative to the refsite (its Jacobian taken off, its frame's wrench)
+        has, r = jnp.asarray(ref >= 0), np.maximum(ref, 0)
+        jac_ref = kinematics.point_jacobian(sys, kin, pos[r], site_body[r])
+        jac = jnp.where(has[:, None, None], jac - jac_ref, jac)
+        frame = jnp.where(has[:, None, None], mat[r], frame)
+        offset = math.mat_vec(jnp.swapaxes(mat[r], -1, -2), pos[site] - pos[r])
+        q_site, q_ref = math.mat_to_quat(mat[site]), math.mat_to_quat(mat[r])
+        turn = math.quat_to_rotvec(math.quat_mul(math.quat_conj(q_ref), q_site))
+        relative = jnp.sum(offset * gear[:, :3], -1) + jnp.sum(turn * gear[:, 3:], -1)
+        length = jnp.where(has, relative, 0.0)
+    torque = math.mat_vec(frame, jnp.asarray(gear[:, 3:], pos.dtype))
+    force = math.mat_vec(frame, jnp.asarray(gear[:, :3], pos.dtype))
+    rows = jnp.einsum("ni,nim->nm", jnp.concatenate([torque, force], -1), jac)
+    return actuators, rows, length
 
 
 @math.full_precision
@@ -140,7 +156,8 @@ def actuator_force(
     the moment arms; input is ctrl, or act for an actuator with activation dynamics (`act`
     [na], the state's). A transmission's length is gear times its joint's position or its
     tendon's length (physics.tendon), its moment arms gear times that length's Jacobian; a
-    site's length is 0 and its moment arms are its gear wrench's (`site_moments`). Joints
+    site's moment arms are its gear wrench's, its length 0 or, with a refsite, measured from it
+    (`site_moments`). Joints
     with actuatorgravcomp add their gravity compensation; each joint's total is clipped to its
     actuatorfrcrange."""
     out = jnp.zeros(sys.nv, sys.dof_damping.dtype)
@@ -165,8 +182,9 @@ def _actuator_dof_force(
     """The actuators' forces through their moment arms (see actuator_force)."""
     length, moment = tendon.lengths_and_jacobian(sys, kin, q, sys.actuator_transmission)
     if sys.actuator_site:
-        actuators, rows = site_moments(sys, kin)
+        actuators, rows, site_length = site_moments(sys, kin)
         moment = jnp.asarray(moment, rows.dtype).at[actuators].set(rows)
+        length = jnp.asarray(length, rows.dtype).at[actuators].set(site_length)
     length = sys.actuator_gear * length
     velocity = sys.actuator_gear * tendon.mat_vec(moment, qd)
     ctrl = jnp.clip(ctrl, sys.actuator_ctrlrange[:, 0], sys.actuator_ctrlrange[:, 1])

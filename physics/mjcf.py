@@ -60,6 +60,7 @@ _ACTUATOR = {
     "joint",
     "tendon",
     "site",
+    "refsite",
     "gear",
     "ctrlrange",
     "ctrllimited",
@@ -1080,7 +1081,12 @@ class _Loader:
                     # a wrench in the site's frame: force gear[:3], torque gear[3:] (MuJoCo's
                     # gear is 6 numbers, (1, 0, 0, 0, 0, 0) by default)
                     wrench = np.concatenate([gear, np.zeros(6)])[:6]
-                    site = (sites.index(a["site"]), tuple(float(x) for x in wrench))
+                    ref = -1  # a refsite: length and moment relative to its frame
+                    if "refsite" in a:
+                        if a["refsite"] not in sites:
+                            raise self.error(m, f"unknown refsite {a['refsite']!r}")
+                        ref = sites.index(a["refsite"])
+                    site = (sites.index(a["site"]), tuple(float(x) for x in wrench), ref)
                     target = {"path": S.NO_TENDON, "limited": False}
                     gear = np.ones(1)
                 elif "tendon" in a:
@@ -1821,7 +1827,7 @@ class _Loader:
         _, moment = tendon.lengths_and_jacobian(sys, kin, sys.qpos0, sys.actuator_transmission)
         moment = np.asarray(moment, np.float64)
         if sys.actuator_site:
-            rows, site_rows = dynamics.site_moments(sys, kin)
+            rows, site_rows, _ = dynamics.site_moments(sys, kin)
             moment[np.asarray(rows)] = np.asarray(site_rows, np.float64)
         moment = moment * np.asarray(sys.actuator_gear, np.float64)[:, None]
         bias = np.array(sys.actuator_bias)

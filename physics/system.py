@@ -295,8 +295,9 @@ class System:
     eq_obj1: tuple[tuple, ...] = _static(default=())
     eq_obj2: tuple[tuple, ...] = _static(default=())
     dof_friction: tuple[int, ...] = _static(default=())  # dofs with frictionloss > 0
-    # actuators on sites: (actuator, site, wrench gear (force xyz, torque xyz) in the site frame)
-    actuator_site: tuple[tuple[int, int, tuple[float, ...]], ...] = _static(default=())
+    # actuators on sites: (actuator, site, wrench gear (force xyz, torque xyz) in the site frame,
+    # refsite or -1)
+    actuator_site: tuple[tuple[int, int, tuple[float, ...], int], ...] = _static(default=())
     site_body: tuple[int, ...] = _static(default=())
     site_names: tuple[str, ...] = _static(default=())
     solver_iterations: int = _static(default=100)  # <option iterations>: hint for the solver

@@ -106,7 +106,6 @@ def test_actuator_forces_and_trajectory_match_mujoco():
         ('<velocity tendon="nope"/>', "unknown tendon 'nope'"),
         ('<motor joint="j" tendon="t"/>', "one of joint, tendon or site"),
         ('<motor site="nope"/>', "unknown site 'nope'"),
-        ('<motor site="s" refsite="s"/>', "refsite"),
         ('<position tendon="t" inheritrange="1"/>', "inheritrange needs a limited joint or tendon"),
     ],
 )
@@ -464,3 +463,45 @@ def test_intvelocity_cylinder_damper_and_affine_gains_are_mujocos():
     state = drive_alongside(sys, m, d, controls, substeps=5)
     np.testing.assert_allclose(state.act, d.act, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+
+
+REFSITE = """<mujoco><option timestep="0.002"/><worldbody>
+  <site name="base" pos=".1 .05 .2" euler=".3 -.2 .5"/>
+  <body pos="0 0 .3"><joint axis="0 0 1" damping=".5"/>
+    <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+    <body pos=".3 0 0"><joint axis="0 1 0" damping=".5"/>
+      <geom type="capsule" fromto="0 0 0 .25 0 0" size=".025"/>
+      <body pos=".25 0 0"><joint axis="1 0 0" damping=".2"/>
+        <geom type="box" size=".04 .02 .02"/><site name="hand" pos=".04 0 .01" euler="0 .4 0"/>
+      </body></body></body></worldbody>
+  <actuator>
+    <position site="hand" refsite="base" gear="1 0 0 0 0 0" kp="40" kv="4"/>
+    <position site="hand" refsite="base" gear="0 .6 .8 0 0 0" kp="30"/>
+    <motor site="hand" refsite="base" gear="0 0 0 .2 .1 -.3"/>
+    <motor site="hand" gear="0 0 1 0 .1 0"/>
+  </actuator></mujoco>"""
+
+
+def test_site_actuators_relative_to_a_refsite_match_mujoco():
+    """With a refsite, a site actuator's length is its gear's dot product with the site's
+    offset (in the refsite's frame) and rotation relative to the refsite, and its moment arms
+    the relative Jacobian under the gear wrench in the refsite's frame: Cartesian servos."""
+    m = mujoco.MjModel.from_xml_string(REFSITE)
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(REFSITE)
+
+    @jax.jit
+    def forces(q: jax.Array, qd: jax.Array, ctrl: jax.Array) -> jax.Array:
+        return dynamics.actuator_force(sys, physics.forward_kinematics(sys, q), q, qd, ctrl)
+
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        d.qpos[:], d.qvel[:], d.ctrl[:] = rng.normal(size=3), rng.normal(size=3), rng.normal(size=4)
+        mujoco.mj_forward(m, d)
+        qfrc = forces(*(jnp.asarray(x, jnp.float32) for x in (d.qpos, d.qvel, d.ctrl)))
+        np.testing.assert_allclose(qfrc, d.qfrc_actuator, rtol=1e-4, atol=1e-4)
+    mujoco.mj_resetData(m, d)
+    state = drive_alongside(sys, m, d, [np.array([0.45, 0.1, 0.3, -0.2])] * 40, substeps=5)
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    with pytest.raises(physics.MJCFError, match="unknown refsite 'nope'"):
+        physics.load_mjcf(REFSITE.replace('refsite="base" gear="1', 'refsite="nope" gear="1'))
