@@ -492,6 +492,8 @@ class _Loader:
         self.settotalmass, self.autolimits = -1.0, True
         self.inertiagroups = (0, 5)  # geoms of these groups give a body its inertia
         self.meshdir, self.strippath, self.fitaabb = "", False, False
+        # lower bounds on bodies' mass and principal moments, and the triangle inequality
+        self.boundmass, self.boundinertia, self.balanceinertia = 0.0, 0.0, False
         for c in self.root.iter("compiler"):
             a = dict(c.attrib)
             self.check_known(c, a)
@@ -510,10 +512,10 @@ class _Loader:
             self.fitaabb = a.get("fitaabb", "false") == "true"
             if a.get("coordinate", "local") != "local":
                 raise self.error(c, "only coordinate='local' is supported")
+            self.boundmass = float(a.get("boundmass", self.boundmass))
+            self.boundinertia = float(a.get("boundinertia", self.boundinertia))
+            self.balanceinertia = a.get("balanceinertia", "false") == "true"
             for key, ok in (
-                ("boundmass", "0"),
-                ("boundinertia", "0"),
-                ("balanceinertia", "false"),
                 ("fusestatic", "false"),
                 ("alignfree", "false"),
             ):
@@ -1568,7 +1570,8 @@ class _Loader:
                         parts.append((m, g["pos"], inert, frame))
             elif body["inertial"] is not None:
                 parts.append(body["inertial"])
-            if not parts:
+            if not parts:  # MuJoCo's inertial frame of a body without one: its own pose
+                ipos[b], axes[b] = body["pos"], _quat_mat(body["quat"])
                 continue
             m = sum(p[0] for p in parts)
             if m < _MINVAL:
@@ -1580,6 +1583,14 @@ class _Loader:
                 full += pi + pm * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
             mass[b], ipos[b], inertia[b] = m, com, full
             axes[b] = parts[0][3] if len(parts) == 1 else _principal_axes(full)
+        for b in range(1, nb):  # the compiler's quick fixes for poorly designed bodies
+            mass[b] = max(mass[b], self.boundmass)
+            if self.boundinertia > 0 or self.balanceinertia:
+                moments = np.maximum(np.diag(axes[b].T @ inertia[b] @ axes[b]), self.boundinertia)
+                a, b2, c = moments
+                if self.balanceinertia and (a + b2 < c or a + c < b2 or b2 + c < a):
+                    moments = np.full(3, moments.mean())  # MuJoCo: all three their mean
+                inertia[b] = axes[b] @ np.diag(moments) @ axes[b].T
         if self.settotalmass > 0:
             scale = self.settotalmass / mass.sum()
             mass, inertia = mass * scale, inertia * scale

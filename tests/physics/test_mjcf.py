@@ -426,3 +426,18 @@ def test_option_flags_that_cannot_be_honoured_are_named(flag, needle):
     xml = f"<mujoco><option><flag {flag}/></option><worldbody/></mujoco>"
     with pytest.raises(physics.MJCFError, match=needle):
         physics.load_mjcf(xml)
+
+
+def test_compiler_mass_and_inertia_bounds_are_mujocos():
+    """boundmass and boundinertia raise small masses and principal moments (a massless body
+    included) and balanceinertia replaces moments that break A + B >= C by their mean, as
+    MuJoCo's compiler does for poorly designed (often URDF-converted) models."""
+    xml = """<mujoco><compiler boundmass=".5" boundinertia=".01" balanceinertia="true"/>
+      <worldbody><body><joint axis="0 1 0"/>
+        <inertial pos="0 0 0" mass=".1" diaginertia=".001 .002 .5" euler=".2 .3 .1"/>
+        <body pos=".3 0 0"><joint axis="0 1 0"/>
+          <inertial pos=".1 0 0" mass="2" diaginertia=".3 .05 .1"/>
+          <body pos=".3 0 0"><joint axis="1 0 0"/>
+            <body pos=".1 0 0"><geom size=".05" mass="1"/></body></body>
+        </body></body></worldbody></mujoco>"""
+    _check_against_mujoco(physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml))
