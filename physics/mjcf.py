@@ -515,12 +515,16 @@ class _Loader:
             self.boundmass = float(a.get("boundmass", self.boundmass))
             self.boundinertia = float(a.get("boundinertia", self.boundinertia))
             self.balanceinertia = a.get("balanceinertia", "false") == "true"
-            for key, ok in (
-                ("fusestatic", "false"),
-                ("alignfree", "false"),
-            ):
-                if a.get(key, ok) not in (ok, "0.0"):
-                    raise self.error(c, f"unsupported compiler option {key}={a[key]!r}")
+            if a.get("alignfree", "false") != "false":
+                raise self.error(c, f"unsupported compiler option alignfree={a['alignfree']!r}")
+            if a.get("fusestatic", "false") == "true":  # the same dynamics, other body ids
+                warnings.warn(
+                    f"{self.source}: <compiler fusestatic='true'>: bodies without joints are "
+                    "kept (MuJoCo merges them into their parents); the dynamics are the same, "
+                    "body indices and names differ from MuJoCo's",
+                    MJCFWarning,
+                    stacklevel=4,
+                )
 
     def parse_option(self) -> None:
         self.timestep, self.gravity = 0.002, np.array([0.0, 0.0, -9.81])

@@ -441,3 +441,25 @@ def test_compiler_mass_and_inertia_bounds_are_mujocos():
             <body pos=".1 0 0"><geom size=".05" mass="1"/></body></body>
         </body></body></worldbody></mujoco>"""
     _check_against_mujoco(physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml))
+
+
+def test_fusestatic_keeps_static_bodies_with_mujocos_dynamics():
+    """fusestatic merges jointless bodies into their parents in MuJoCo; here they are kept
+    (with a warning): the mass matrix and a driven trajectory are MuJoCo's all the same."""
+    xml = """<mujoco><compiler fusestatic="true"/><worldbody>
+      <body><joint axis="0 1 0" damping=".1"/>
+        <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+        <body name="bracket" pos=".3 0 0" euler="0 0 30"><geom type="box" size=".04 .04 .04"/>
+          <body pos=".05 0 0"><joint axis="0 0 1"/><geom type="capsule" fromto="0 0 0 .2 0 0"
+            size=".02"/></body></body></body></worldbody></mujoco>"""
+    with pytest.warns(physics.MJCFWarning, match="fusestatic"):
+        sys = physics.load_mjcf(xml)
+    m = mujoco.MjModel.from_xml_string(xml)
+    assert sys.nbody == m.nbody + 1  # the bracket, fused in MuJoCo
+    d = mujoco.MjData(m)
+    d.qvel[:] = [1.0, -2.0]
+    state = jax.jit(physics.step, static_argnames="n_substeps")(
+        sys, physics.init(sys, d.qpos.copy(), d.qvel.copy()), np.zeros(0), n_substeps=100
+    )
+    mujoco.mj_step(m, d, nstep=100)
+    np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=1e-4)
