@@ -187,9 +187,13 @@ def _actuator_dof_force(
         length = jnp.asarray(length, rows.dtype).at[actuators].set(site_length)
     length = sys.actuator_gear * length
     velocity = sys.actuator_gear * tendon.mat_vec(moment, qd)
-    ctrl = jnp.clip(ctrl, sys.actuator_ctrlrange[:, 0], sys.actuator_ctrlrange[:, 1])
+    clipped = jnp.clip(ctrl, sys.actuator_ctrlrange[:, 0], sys.actuator_ctrlrange[:, 1])
     if sys.na:
-        ctrl = ctrl.at[_stateful(sys)].set(act)
+        if any(sys.actuator_actearly):  # actearly: the activation of the step's end
+            early = np.asarray(sys.actuator_actearly, bool)[_stateful(sys)]
+            act = jnp.where(early, next_activation(sys, act, ctrl, sys.timestep), act)
+        clipped = clipped.at[_stateful(sys)].set(act)
+    ctrl = clipped
     bias = sys.actuator_bias
     gain = sys.actuator_gain
     gain = gain[:, 0] + gain[:, 1] * length + gain[:, 2] * velocity

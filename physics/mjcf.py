@@ -64,6 +64,7 @@ _ACTUATOR = {
     "gear",
     "ctrlrange",
     "ctrllimited",
+    "actearly",
     "forcerange",
     "forcelimited",
 } | _VISUAL
@@ -1155,6 +1156,7 @@ class _Loader:
                         "tau": tau,
                         "actrange": actrange,
                         "dampratio": dampratio,
+                        "actearly": a.get("actearly", "false") == "true",
                     }
                 )
 
@@ -1767,6 +1769,7 @@ class _Loader:
                 (i, *u["site"]) for i, u in enumerate(self.actuators) if u["site"] is not None
             ),
             actuator_dyntype=tuple(u["dyntype"] for u in self.actuators),
+            actuator_actearly=tuple(u["actearly"] for u in self.actuators),
             spring_tendons=tuple(t["path"] for t in self.spring_tendons),
             constrained_tendons=tuple(t["path"] for t in ctens),
             tendon_limited=tuple(t["limited"] for t in ctens),

@@ -289,6 +289,8 @@ class System:
     tendon_limited: tuple[bool, ...] = _static(default=())
     tendon_friction: tuple[int, ...] = _static(default=())  # of those, with friction loss > 0
     actuator_dyntype: tuple[int, ...] = _static(default=())  # MuJoCo's mjtDyn: 0 none, 1..3
+    # per actuator: its force takes the activation at the step's end (MuJoCo's actearly)
+    actuator_actearly: tuple[bool, ...] = _static(default=())
     eq_type: tuple[int, ...] = _static(default=())  # EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON
     # connect, weld: the two bodies ((b1,), (b2,)); joint/tendon: each side's tendon path (a
     # joint is (((j, 1.0),), ()); side 2 is NO_TENDON when the equality names one object)

@@ -505,3 +505,30 @@ def test_site_actuators_relative_to_a_refsite_match_mujoco():
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
     with pytest.raises(physics.MJCFError, match="unknown refsite 'nope'"):
         physics.load_mjcf(REFSITE.replace('refsite="base" gear="1', 'refsite="nope" gear="1'))
+
+
+def test_actearly_uses_the_activation_of_the_steps_end_as_mujoco():
+    """actearly: the force takes act after this step's activation update, not before: one
+    step less delay between ctrl and force (filter, integrator and filterexact dynamics)."""
+    xml = """<mujoco><option timestep="0.01"/><worldbody><body>
+        <joint name="a" axis="0 1 0" damping=".2"/><geom type="capsule" fromto="0 0 0 .3 0 0"
+          size=".03"/><body pos=".3 0 0"><joint name="b" axis="0 1 0" damping=".2"/>
+          <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/></body></body></worldbody>
+      <actuator>
+        <general joint="a" dyntype="filter" dynprm=".05" actearly="true"/>
+        <general joint="b" dyntype="integrator" actearly="true" actrange="-1 1"
+          biastype="affine" gainprm="3" biasprm="0 -3 -.3"/>
+        <general joint="b" dyntype="filterexact" dynprm=".1"/>
+      </actuator></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(xml)
+    assert sys.actuator_actearly == (True, True, False)
+    controls = [np.array([0.5, 2.0, -0.4])] * 20 + [np.array([-0.5, -1.0, 0.4])] * 20
+    state = drive_alongside(sys, m, d, controls, substeps=2)
+    np.testing.assert_allclose(state.act, d.act, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-5)
+    late = physics.load_mjcf(xml.replace('actearly="true"', ""))
+    mujoco.mj_resetData(m, d)
+    other = drive_alongside(late, m, d, controls, substeps=2)  # (d follows actearly)
+    assert np.abs(np.asarray(other.q) - d.qpos).max() > 1e-3
