@@ -434,11 +434,12 @@ def _collide_all(
 MINMU = 1e-5  # mjMINMU: friction coefficients are at least this
 
 
-def rows_per_contact(sys: System) -> int:
+def rows_per_contact(sys: System, lay: _Layout | None = None) -> int:
     """Rows of a contact slot: two pyramid edges per friction direction, or the elliptic
     cone's normal and one row per friction direction (directions: see _Layout.friction_dims;
-    contacts of a lower condim leave the rest unused)."""
-    dims = _layout(sys).friction_dims
+    contacts of a lower condim leave the rest unused). ``lay``: the model's layout, if at
+    hand."""
+    dims = (lay or _layout(sys)).friction_dims
     return 1 + dims if sys.cone == "elliptic" else 2 * dims
 
 
@@ -565,7 +566,7 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
         tran = sys.body_invweight0[lay.slot_b1, 0] + sys.body_invweight0[lay.slot_b2, 0]
         tran = tran[sel]
         pos = jnp.where(active, c.dist - margin, 0.0)[sel]
-        k = rows_per_contact(sys)
+        k = rows_per_contact(sys, lay)
         cones = None
         if sys.cone == "elliptic":  # rows normal, friction; friction rows at position 0
             J = jnp.concatenate([lin[:, :1], jf], axis=1)
@@ -704,7 +705,7 @@ def solve_constraints(
         return ConstraintResult(res.qfrc_constraint, res.qacc, empty, jnp.zeros((nb, 6), dtype))
     c, fdir, c1 = contact.collision, contact.friction, contact.frictionless  # solved slots
     active, sel = contact.active, contact.sel
-    k = rows_per_contact(sys)
+    k = rows_per_contact(sys, lay)
     f = res.efc_force[-k * len(sel) :].reshape(len(sel), k)  # the contacts' rows come last
     if cones is not None:  # the rows are the force in the contact frame
         local = f

@@ -69,6 +69,7 @@ def _actuated_gravcomp(sys: System) -> np.ndarray:
     return np.asarray(sys.jnt_actgravcomp, bool)[sys.topology.dof_jnt]
 
 
+@math.full_precision
 def passive_force(sys: System, kin: Kinematics, q: jax.Array, qd: jax.Array) -> jax.Array:
     """Joint damping, hinge/slide stiffness, tendon springs and dampers and gravity
     compensation (MuJoCo's qfrc_passive) at configuration `q` (its kinematics `kin`) and
@@ -157,14 +158,14 @@ def actuator_force(
     [na], the state's). A transmission's length is gear times its joint's position or its
     tendon's length (physics.tendon), its moment arms gear times that length's Jacobian; a
     site's moment arms are its gear wrench's, its length 0 or, with a refsite, measured from it
-    (`site_moments`). Joints
-    with actuatorgravcomp add their gravity compensation; each joint's total is clipped to its
-    actuatorfrcrange."""
+    (`site_moments`). Joints with actuatorgravcomp add their gravity compensation; each
+    joint's total is clipped to its actuatorfrcrange."""
     out = jnp.zeros(sys.nv, sys.dof_damping.dtype)
     if sys.nu:
         out = _actuator_dof_force(sys, kin, q, qd, ctrl, act)
-    if sys.gravcomp_bodies and _actuated_gravcomp(sys).any():
-        out = out + jnp.where(_actuated_gravcomp(sys), gravity_compensation(sys, kin), 0.0)
+    actuated = _actuated_gravcomp(sys)
+    if sys.gravcomp_bodies and actuated.any():
+        out = out + jnp.where(actuated, gravity_compensation(sys, kin), 0.0)
     if any(sys.jnt_actfrclimited):
         dof_range = sys.jnt_actfrcrange[sys.topology.dof_jnt]
         out = jnp.clip(out, dof_range[:, 0], dof_range[:, 1])

@@ -30,8 +30,8 @@ class MeshError(ValueError):
 
 
 class Hull(NamedTuple):
-    """A convex hull as the plane-mesh collision reads it (numpy per mesh; stacked and padded
-    jax arrays in System.mesh_hull, one row per colliding mesh)."""
+    """A convex hull as the plane-mesh and sphere-mesh collisions read it (numpy per mesh;
+    stacked and padded jax arrays in System.mesh_hull, one row per colliding mesh)."""
 
     vertices: np.ndarray  # [h, 3] in the mesh's principal frame
     vert_polys: np.ndarray  # [h, m] faces around each vertex, -1 padded

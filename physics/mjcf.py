@@ -398,6 +398,13 @@ def _z_to_vec_quat(vec: np.ndarray) -> np.ndarray:
 _Frame = tuple[np.ndarray, np.ndarray] | None
 
 
+def _cylinder_area(a: dict[str, str]) -> float:
+    """A <cylinder> actuator's gain: its area, or pi d^2 / 4 where a diameter is given."""
+    if "diameter" in a:
+        return math.pi / 4 * float(a["diameter"]) ** 2
+    return float(a.get("area", 1.0))
+
+
 def _in_frame(frame: _Frame, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A pose given inside `frame`, expressed in the frame's parent."""
     if frame is None:
@@ -648,11 +655,8 @@ class _Loader:
             return dict(per_kind.get(elem.tag, {}))
         params = per_kind.get(kind, {})
         if kind == "cylinder":  # a filter on ctrl, gain area, affine bias
-            area = float(params.get("area", 1.0))
-            if "diameter" in params:
-                area = math.pi / 4 * float(params["diameter"]) ** 2
             return {
-                "gainprm": f"{area!r}",
+                "gainprm": f"{_cylinder_area(params)!r}",
                 "biastype": "affine",
                 "biasprm": params.get("bias", "0 0 0"),
                 "dyntype": "filter",
@@ -1215,10 +1219,7 @@ class _Loader:
                 )
             return kp, np.array([0.0, -kp, ratio if ratio else -kv])  # (ratio: see below)
         if m.tag == "cylinder":
-            area = float(a.get("area", 1.0))
-            if "diameter" in a:
-                area = math.pi / 4 * float(a["diameter"]) ** 2
-            return area, self.padded(m, a, "bias", (0.0, 0.0, 0.0))
+            return _cylinder_area(a), self.padded(m, a, "bias", (0.0, 0.0, 0.0))
         if m.tag in ("velocity", "damper"):
             kv = float(a.get("kv", 1.0))
             if kv < 0:
