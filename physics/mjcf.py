@@ -405,6 +405,35 @@ def _cylinder_area(a: dict[str, str]) -> float:
     return float(a.get("area", 1.0))
 
 
+def _general_form(kind: str, a: dict[str, str], own: dict[str, str]) -> dict[str, str]:
+    """The <general> attributes (gain, bias, dynamics) an actuator shortcut stands for, from
+    its attributes `a` (MuJoCo's rules; `own`: the attributes given on the element itself,
+    where an own kv wins over a class's dampratio, which MuJoCo keeps in the same slot)."""
+    if kind in ("position", "intvelocity"):
+        kp, kv = float(a.get("kp", 1.0)), float(a.get("kv", 0.0))
+        # a damping ratio rides in biasprm[2] as a positive number (see parse_actuators)
+        damping = float(a["dampratio"]) if "dampratio" in a and "kv" not in own else -kv
+        form = {"gainprm": f"{kp!r}", "biastype": "affine", "biasprm": f"0 {-kp!r} {damping!r}"}
+        if kind == "intvelocity":  # an integrator on ctrl, a position servo on it
+            return {**form, "dyntype": "integrator", "actlimited": a.get("actlimited", "true")}
+        return {**form, "dyntype": "none"}
+    if kind == "velocity":
+        kv = float(a.get("kv", 1.0))
+        return {"gainprm": f"{kv!r}", "biastype": "affine", "biasprm": f"0 0 {-kv!r}"}
+    if kind == "damper":  # gain -kv velocity, ctrl the damper's strength
+        kv = float(a.get("kv", 1.0))
+        return {"gaintype": "affine", "gainprm": f"0 0 {-kv!r}", "dyntype": "none"}
+    if kind == "cylinder":  # a filter on ctrl, gain area, affine bias
+        return {
+            "gainprm": f"{_cylinder_area(a)!r}",
+            "biastype": "affine",
+            "biasprm": a.get("bias", "0 0 0"),
+            "dyntype": "filter",
+            "dynprm": a.get("timeconst", "1"),
+        }
+    return {"dyntype": "none"}  # <motor>: unit gain, no bias
+
+
 def _in_frame(frame: _Frame, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A pose given inside `frame`, expressed in the frame's parent."""
     if frame is None:
@@ -653,40 +682,10 @@ class _Loader:
                     f"<{elem.tag}> or in a <{elem.tag}> default",
                 )
             return dict(per_kind.get(elem.tag, {}))
-        params = per_kind.get(kind, {})
-        if kind == "cylinder":  # a filter on ctrl, gain area, affine bias
-            return {
-                "gainprm": f"{_cylinder_area(params)!r}",
-                "biastype": "affine",
-                "biasprm": params.get("bias", "0 0 0"),
-                "dyntype": "filter",
-                "dynprm": params.get("timeconst", "1"),
-            }
-        if kind == "intvelocity":  # an integrator on ctrl, a position servo on it
-            kp, kv = float(params.get("kp", 1.0)), float(params.get("kv", 0.0))
-            damping = float(params["dampratio"]) if "dampratio" in params else -kv
-            return {
-                "gainprm": f"{kp!r}",
-                "biastype": "affine",
-                "biasprm": f"0 {-kp!r} {damping!r}",
-                "dyntype": "integrator",
-            }
-        if kind == "damper":
-            kv = float(params.get("kv", 1.0))
-            return {"gaintype": "affine", "gainprm": f"0 0 {-kv!r}", "biastype": "none"}
-        if kind in ("position", "velocity"):
-            kp = float(params.get("kp", 1.0)) if kind == "position" else 0.0
-            kv = float(params.get("kv", 0.0 if kind == "position" else 1.0))
-            gain = kp if kind == "position" else kv
-            damping = -kv  # or a position default's damping ratio, encoded as MuJoCo does
-            if kind == "position" and "kv" not in params and "dampratio" in params:
-                damping = float(params["dampratio"])
-            return {
-                "gainprm": f"{gain!r}",
-                "biastype": "affine",
-                "biasprm": f"0 {-kp!r} {damping!r}",
-            }
-        return dict(per_kind.get("general", {})) if kind == "general" else {}
+        if kind != "general":
+            params = per_kind.get(kind, {})
+            return _general_form(kind, params, params)
+        return dict(per_kind.get("general", {}))
 
     # ---------------------------------------------------------------- geometry helpers
     def angle(self, v: np.ndarray) -> np.ndarray:
@@ -1061,14 +1060,14 @@ class _Loader:
 
     # ---------------------------------------------------------------- actuators, contact, tendon
     def parse_actuators(self) -> None:
-        """Actuators on a joint or a tendon with MuJoCo's affine force model:
-        force = gain * ctrl + bias[0] + bias[1] * length + bias[2] * velocity, where length and
-        velocity are gear times the joint's (or tendon's) position and velocity (<motor>:
-        gain 1, no bias; <position kp kv>: gain kp, bias (0, -kp, -kv), kv possibly from a
-        damping ratio (see with_damping_ratios); <velocity kv>: gain
-        kv, bias (0, 0, -kv); <general>: fixed gain and affine or no bias, with an activation
-        state (integrator, filter or filterexact dynamics) in ctrl's place where dyntype says
-        so)."""
+        """Actuators on a joint, a tendon or a site with MuJoCo's force model:
+        force = gain * input + bias[0] + bias[1] * length + bias[2] * velocity, gain fixed or
+        affine (g0 + g1 length + g2 velocity), input ctrl or, with activation dynamics, the
+        state act; length and velocity are gear times the joint's (or tendon's) position and
+        velocity. Every shortcut (<motor>, <position>, <velocity>, <intvelocity>, <damper>,
+        <cylinder>) is read in the <general> form it stands for (`_general_form`), as MuJoCo
+        compiles it; a position servo's kv may come from a damping ratio
+        (`with_damping_ratios`)."""
         names = [j["name"] for j in self.joints]
         for sec in self.root.iter("actuator"):
             for m in sec:
@@ -1117,6 +1116,9 @@ class _Loader:
                     raise self.error(
                         m, "only the first gear component applies to a joint or tendon"
                     )
+                if m.tag != "general":
+                    self.check_shortcut(m, a)
+                    a = {**a, **_general_form(m.tag, a, m.attrib)}
                 gain, bias = self.actuator_gain_bias(m, a)
                 gain = np.concatenate([np.atleast_1d(gain), np.zeros(3)])[:3]
                 dampratio = 0.0
@@ -1166,16 +1168,7 @@ class _Loader:
 
     def activation(self, m: ET.Element, a: dict[str, str]) -> tuple[int, float, np.ndarray]:
         """(dyntype, time constant, actrange) of an actuator: integrator (act' = ctrl),
-        filter and filterexact (act' = (ctrl - act) / dynprm[0]); muscle and user are refused.
-        <intvelocity> integrates (within its actrange), <cylinder> filters (timeconst)."""
-        if m.tag == "intvelocity":
-            if "actrange" not in a:
-                raise self.error(m, "intvelocity needs an actrange")
-            a = {**a, "dyntype": "integrator", "actlimited": a.get("actlimited", "true")}
-        elif m.tag == "cylinder":
-            a = {**a, "dyntype": "filter", "dynprm": a.get("timeconst", "1")}
-        elif m.tag != "general":
-            a = {k: v for k, v in a.items() if k not in ("dyntype", "dynprm")}
+        filter and filterexact (act' = (ctrl - act) / dynprm[0]); muscle and user are refused."""
         name = a.get("dyntype", "none")
         if name not in _DYNTYPES:
             raise self.error(m, f"unsupported dyntype={name!r} (supported: {', '.join(_DYNTYPES)})")
@@ -1190,47 +1183,33 @@ class _Loader:
             actrange = np.array([-np.inf, np.inf])
         return _DYNTYPES[name], float(prm[0]), actrange
 
-    @staticmethod
-    def damping_ratio(m: ET.Element, a: dict[str, str]) -> float:
-        """A <position>'s dampratio, 0 where its kv applies: MuJoCo keeps the two in one slot,
-        so the element's own wins over its class's."""
-        if "kv" in m.attrib or "dampratio" not in a:
-            return 0.0
-        return float(a["dampratio"])
-
-    def actuator_gain_bias(
-        self, m: ET.Element, a: dict[str, str]
-    ) -> tuple[float | np.ndarray, np.ndarray]:
-        """Gain (a number, or the three terms of an affine gain) and the three affine bias
-        terms of an actuator element (see parse_actuators)."""
-        if m.tag == "motor":
-            return 1.0, np.zeros(3)
+    def check_shortcut(self, m: ET.Element, a: dict[str, str]) -> None:
+        """What MuJoCo refuses in an actuator shortcut's own parameters."""
+        if "kv" in m.attrib and "dampratio" in m.attrib:
+            raise self.error(m, "kv and dampratio cannot both be given")
         if m.tag in ("position", "intvelocity"):
-            if "kv" in m.attrib and "dampratio" in m.attrib:
-                raise self.error(m, "kv and dampratio cannot both be given")
             kp, kv, ratio = (
-                float(a.get("kp", 1.0)),
-                float(a.get("kv", 0.0)),
-                self.damping_ratio(m, a),
+                float(a.get(k, d)) for k, d in (("kp", 1), ("kv", 0), ("dampratio", 0))
             )
             if kp < 0 or kv < 0 or ratio < 0:
                 raise self.error(
                     m, f"kp and kv (or dampratio) must be >= 0, got {kp}, {kv}, {ratio}"
                 )
-            return kp, np.array([0.0, -kp, ratio if ratio else -kv])  # (ratio: see below)
-        if m.tag == "cylinder":
-            return _cylinder_area(a), self.padded(m, a, "bias", (0.0, 0.0, 0.0))
-        if m.tag in ("velocity", "damper"):
-            kv = float(a.get("kv", 1.0))
-            if kv < 0:
-                raise self.error(m, f"kv must be >= 0, got {kv}")
-            if m.tag == "damper":  # gain -kv velocity, ctrl the damper's strength
-                if not self.flag(m, a, "ctrllimited", "ctrlrange" in a) or any(
-                    self.get_floats(m, a, "ctrlrange", [0.0, 0.0], 2) < 0
-                ):
-                    raise self.error(m, "a damper needs a ctrlrange of non-negative values")
-                return np.array([0.0, 0.0, -kv]), np.zeros(3)
-            return kv, np.array([0.0, 0.0, -kv])
+        if m.tag in ("velocity", "damper") and float(a.get("kv", 1.0)) < 0:
+            raise self.error(m, f"kv must be >= 0, got {a['kv']}")
+        if m.tag == "intvelocity" and "actrange" not in a:
+            raise self.error(m, "intvelocity needs an actrange")
+        if m.tag == "damper" and (
+            not self.flag(m, a, "ctrllimited", "ctrlrange" in a)
+            or any(self.get_floats(m, a, "ctrlrange", [0.0, 0.0], 2) < 0)
+        ):
+            raise self.error(m, "a damper needs a ctrlrange of non-negative values")
+
+    def actuator_gain_bias(
+        self, m: ET.Element, a: dict[str, str]
+    ) -> tuple[float | np.ndarray, np.ndarray]:
+        """Gain (a number, or the three terms of an affine gain) and the three affine bias
+        terms of an actuator in <general> form (see parse_actuators)."""
         for key, allowed in (("gaintype", ("fixed", "affine")), ("biastype", ("none", "affine"))):
             if a.get(key, allowed[0]) not in allowed:
                 raise self.error(m, f"unsupported {key}={a[key]!r} (supported: {allowed})")
