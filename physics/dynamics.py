@@ -98,20 +98,35 @@ def _stateful(sys: System) -> np.ndarray:
     return np.flatnonzero(np.asarray(sys.actuator_dyntype, np.int32) > 0)
 
 
-def next_activation(sys: System, act: jax.Array, ctrl: jax.Array, dt: jax.Array) -> jax.Array:
-    """act [na] after dt under ctrl (clipped to ctrlrange), as MuJoCo integrates it:
-    integrator act += dt ctrl; filter act += dt (ctrl - act) / tau; filterexact the exact
-    decay act += (ctrl - act)(1 - exp(-dt / tau)); then clipped to actrange."""
+def activation_rate(sys: System, act: jax.Array, ctrl: jax.Array) -> jax.Array:
+    """act_dot [na] under ctrl (clipped to ctrlrange), as MuJoCo's mj_fwdActuation: ctrl for
+    an integrator, (ctrl - act) / tau for a filter (exact or not)."""
     idx = _stateful(sys)
     if not idx.size:
         return act
     kind = np.asarray(sys.actuator_dyntype, np.int32)[idx]
     u = jnp.clip(ctrl[idx], sys.actuator_ctrlrange[idx, 0], sys.actuator_ctrlrange[idx, 1])
     tau = jnp.maximum(sys.actuator_tau[idx], 1e-15)
-    rate = jnp.where(kind == 1, u, (u - act) / tau)
+    return jnp.where(kind == 1, u, (u - act) / tau)
+
+
+def advance_activation(sys: System, act: jax.Array, act_dot: jax.Array, dt: jax.Array) -> jax.Array:
+    """act [na] after dt at rate act_dot, as MuJoCo's mj_advance: act += dt act_dot, except a
+    filterexact's exact decay act += act_dot tau (1 - exp(-dt / tau)); then clipped to
+    actrange."""
+    idx = _stateful(sys)
+    if not idx.size:
+        return act
+    kind = np.asarray(sys.actuator_dyntype, np.int32)[idx]
+    tau = jnp.maximum(sys.actuator_tau[idx], 1e-15)
     step = jnp.where(kind == 3, tau * (1.0 - jnp.exp(-dt / tau)), dt)
     lo, hi = sys.actuator_actrange[idx, 0], sys.actuator_actrange[idx, 1]
-    return jnp.clip(act + rate * step, lo, hi)
+    return jnp.clip(act + act_dot * step, lo, hi)
+
+
+def next_activation(sys: System, act: jax.Array, ctrl: jax.Array, dt: jax.Array) -> jax.Array:
+    """act [na] after dt under ctrl: `advance_activation` at `activation_rate`."""
+    return advance_activation(sys, act, activation_rate(sys, act, ctrl), dt)
 
 
 def site_moments(sys: System, kin: Kinematics) -> tuple[np.ndarray, jax.Array, jax.Array]:
@@ -151,6 +166,8 @@ def actuator_force(
     qd: jax.Array,
     ctrl: jax.Array,
     act: jax.Array | None = None,
+    *,
+    clip_joint_totals: bool = True,
 ) -> jax.Array:
     """Actuator forces in joint space (MuJoCo's qfrc_actuator): with ctrl clipped to ctrlrange,
     force = gain * input + bias . (1, length, velocity), clipped to forcerange, applied through
@@ -159,14 +176,15 @@ def actuator_force(
     tendon's length (physics.tendon), its moment arms gear times that length's Jacobian; a
     site's moment arms are its gear wrench's, its length 0 or, with a refsite, measured from it
     (`site_moments`). Joints with actuatorgravcomp add their gravity compensation; each
-    joint's total is clipped to its actuatorfrcrange."""
+    joint's total is clipped to its actuatorfrcrange (unless ``clip_joint_totals`` is False:
+    MuJoCo's implicit integrators differentiate the unclipped totals)."""
     out = jnp.zeros(sys.nv, sys.dof_damping.dtype)
     if sys.nu:
         out = _actuator_dof_force(sys, kin, q, qd, ctrl, act)
     actuated = _actuated_gravcomp(sys)
     if sys.gravcomp_bodies and actuated.any():
         out = out + jnp.where(actuated, gravity_compensation(sys, kin), 0.0)
-    if any(sys.jnt_actfrclimited):
+    if clip_joint_totals and any(sys.jnt_actfrclimited):
         dof_range = sys.jnt_actfrcrange[sys.topology.dof_jnt]
         out = jnp.clip(out, dof_range[:, 0], dof_range[:, 1])
     return out

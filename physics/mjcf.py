@@ -17,9 +17,8 @@ textures, cameras, lights, sensors, keyframes, ...) is skipped. Anything else th
 the dynamics raises :class:`MJCFError` naming it and the file, so a model never silently behaves
 differently from MuJoCo.
 
-Integrator note: ``option integrator`` is accepted but the engine always integrates with
-MuJoCo's semi-implicit Euler; any other integrator (gymnasium's XMLs ask for RK4) is loaded with
-an :class:`MJCFWarning` saying so.
+``option integrator`` is honoured: Euler (semi-implicit, implicit joint damping), RK4,
+implicit and implicitfast, each as MuJoCo integrates (:mod:`physics.step`).
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ import numpy as np
 from physics import constraints as con
 from physics import contact, dynamics, equality, kinematics, mesh, tendon
 from physics import system as S
+from physics.system import INTEGRATORS
 
 _MINVAL = 1e-15
 
@@ -566,6 +566,7 @@ class _Loader:
     def parse_option(self) -> None:
         self.timestep, self.gravity = 0.002, np.array([0.0, 0.0, -9.81])
         self.iterations, self.cone, self.impratio = 100, "pyramidal", 1.0
+        self.integrator = "Euler"
         self.density, self.viscosity, self.wind = 0.0, 0.0, np.zeros(3)
         self.disabled: set[str] = set()  # features <flag> turns off (_FLAG_EFFECTS values)
         for o in self.root.iter("option"):
@@ -592,17 +593,10 @@ class _Loader:
             self.wind = self.get_floats(o, a, "wind", self.wind, 3)
             if self.density < 0 or self.viscosity < 0:
                 raise self.error(o, "density and viscosity must be non-negative")
-            integrator = a.get("integrator", "Euler")
-            if integrator not in ("Euler", "RK4", "implicit", "implicitfast"):
-                raise self.error(o, f"unknown integrator {integrator!r}")
-            if integrator != "Euler":
-                warnings.warn(
-                    f"{self.source}: <option integrator={integrator!r}> is simulated "
-                    "with MuJoCo's semi-implicit Euler (implicit joint damping), the "
-                    "only integrator of this engine; trajectories differ from "
-                    f"MuJoCo's {integrator} by the integration error",
-                    MJCFWarning,
-                    stacklevel=4,
+            self.integrator = a.get("integrator", self.integrator)
+            if self.integrator not in INTEGRATORS:
+                raise self.error(
+                    o, f"integrator={self.integrator!r} must be one of {', '.join(INTEGRATORS)}"
                 )
 
     def parse_flags(self, elem: ET.Element) -> None:
@@ -1770,6 +1764,7 @@ class _Loader:
             disable_frictionloss="frictionloss" in self.disabled,
             disable_equality="equality" in self.disabled,
             disable_eulerdamp="eulerdamp" in self.disabled,
+            integrator=self.integrator,
             dof_friction=tuple(i for i, x in enumerate(frictionloss) if x > 0),
             cone=self.cone,
             impratio=self.impratio,

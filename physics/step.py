@@ -1,8 +1,21 @@
-"""State, initialisation and time stepping (MuJoCo's Euler integrator).
+"""State, initialisation and time stepping, with MuJoCo's integrators.
 
-One substep, like mj_step with the default integrator: forward dynamics at (q, qd), then
-semi-implicit Euler with implicit joint damping, qd' = qd + dt * (M + dt*D)^-1 (f + f_c),
-and q' integrated with qd' (quaternions on the manifold for ball and free joints).
+One substep is mj_step with the model's ``<option integrator>``:
+
+* Euler (MuJoCo's default): forward dynamics at (q, qd), then semi-implicit Euler with implicit
+  joint damping, qd' = qd + dt (M + dt D)^-1 (f + f_c), q' integrated with qd' (quaternions on
+  the manifold for ball and free joints).
+* implicitfast: the same with every velocity-dependent smooth force implicit,
+  (M - dt dF/dqd) with dF/dqd the derivative of the passive, fluid and actuator forces
+  (MuJoCo's qDeriv without the Coriolis term; symmetric, so a Cholesky factorization).
+* implicit: as implicitfast with the derivative of the Coriolis and centrifugal forces too
+  (an LU solve).
+* RK4: the classical fourth-order Runge-Kutta on (q, qd, act), with a full forward evaluation
+  (constraints included) at each of its four stages, and joint rotations on the manifold
+  (Runge-Kutta-Munthe-Kaas), as MuJoCo 4.0 integrates them.
+
+The derivatives are jax's exact Jacobians of the force functions, which is what MuJoCo's
+analytic ones (mjd_smooth_vel) compute for the forces this engine has.
 """
 
 from __future__ import annotations
@@ -12,11 +25,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+import numpy as np
 
 from physics import contact, dynamics, fluid, kinematics, math
-from physics.contact import ContactState
+from physics.contact import ConstraintResult, ContactState
 from physics.kinematics import Kinematics
-from physics.system import System
+from physics.system import INTEGRATORS, JNT_BALL, JNT_FREE, System
 
 
 class State(NamedTuple):
@@ -132,26 +146,177 @@ def forward(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
     return jsl.cho_solve(jsl.cho_factor(m), smooth_force(sys, state, ctrl))
 
 
-def _substep(sys: System, state: State, ctrl: jax.Array) -> State:
-    dt = sys.timestep
-    m = dynamics.mass_matrix(sys, state.kin)
-    f = smooth_force(sys, state, ctrl)
-    res = contact.solve_constraints(sys, state, m, f)
-    fc = res.qfrc_constraint
-    # MuJoCo's Euler: damping integrated implicitly, (M + dt*D) qacc = M qacc_forward. As
-    # M qacc_forward = f + fc, qacc = qacc_forward - (M + dt*D)^-1 dt*D qacc_forward: solving
-    # for f + fc instead loses float32 digits to cancellation when constraint forces are large
-    # and M is ill-conditioned (M^-1 amplifies fc's rounding); undamped dofs keep the solver's.
-    qacc = res.qacc
-    if not sys.disable_eulerdamp:  # (<flag eulerdamp="disable">: damping stays explicit)
-        damp = dt * sys.dof_damping
-        qacc = qacc - jsl.cho_solve(jsl.cho_factor(m + jnp.diag(damp)), damp * qacc)
-    qd = state.qd + dt * qacc
-    q = kinematics.integrate_position(sys, state.q, qd, dt)
+def _at(sys: System, state: State, q: jax.Array, qd: jax.Array, act: jax.Array) -> State:
+    """`state` moved to (q, qd, act): kinematics recomputed, the rest (the solver's warm
+    start among it) kept."""
     kin = kinematics.forward_kinematics(sys, q)
     cvel = kinematics.com_velocity(sys, kin.cdof, qd)
-    act = dynamics.next_activation(sys, state.act, ctrl, dt)
-    return State(q, qd, state.time + dt, kin, cvel, res.qacc, fc, res.contact, res.cfrc_ext, act)
+    return state._replace(q=q, qd=qd, kin=kin, cvel=cvel, act=act)
+
+
+def _forward(sys: System, state: State, ctrl: jax.Array) -> tuple[jax.Array, ConstraintResult]:
+    """Forward dynamics at `state` (mj_forward): the mass matrix and the constraint solve,
+    whose qacc is the constrained acceleration."""
+    m = dynamics.mass_matrix(sys, state.kin)
+    return m, contact.solve_constraints(sys, state, m, smooth_force(sys, state, ctrl))
+
+
+def _advance(
+    sys: System,
+    state: State,
+    qacc: jax.Array,
+    act_dot: jax.Array,
+    res: ConstraintResult,
+    qd_for_q: jax.Array | None = None,
+) -> State:
+    """MuJoCo's mj_advance: qd += dt qacc, q integrated with `qd_for_q` (default: the new
+    qd, semi-implicit), act advanced at `act_dot`; the step's solve `res` is recorded."""
+    dt = sys.timestep
+    qd = state.qd + dt * qacc
+    q = kinematics.integrate_position(sys, state.q, qd if qd_for_q is None else qd_for_q, dt)
+    act = dynamics.advance_activation(sys, state.act, act_dot, dt)
+    new = _at(sys, state, q, qd, act)
+    return new._replace(
+        time=state.time + dt,
+        qacc=res.qacc,
+        qfrc_constraint=res.qfrc_constraint,
+        contact=res.contact,
+        cfrc_ext=res.cfrc_ext,
+    )
+
+
+def _free_blocks(sys: System) -> np.ndarray:
+    """[nv, nv] bool: the 6x6 blocks of free joints that move rigid subtrees (no other joint
+    below them): MuJoCo's free bodies, whose blocks implicitfast solves with their bias
+    derivative."""
+    topo = sys.topology
+    mask = np.zeros((sys.nv, sys.nv), bool)
+    for j in topo.free_joints:
+        dofs = topo.body_dof[:, topo.jnt_dofadr[j]] > 0  # bodies this joint moves...
+        if np.count_nonzero(topo.body_dof[dofs].sum(0)) == 6:  # ...move by its dofs alone
+            r = slice(topo.jnt_dofadr[j], topo.jnt_dofadr[j] + 6)
+            mask[r, r] = True
+    return mask
+
+
+@math.full_precision
+def velocity_derivative(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
+    """[nv, nv] d qfrc_smooth / d qd at `state`, as MuJoCo's implicit integrators take it
+    (qDeriv): the passive, fluid and actuator forces' Jacobian, minus the bias forces' for
+    implicit. implicitfast leaves the bias (Coriolis, centrifugal, gyroscopic) term out, except
+    on the blocks of childless free bodies, which MuJoCo solves apart with it. Joint actuator
+    force limits (actuatorfrcrange) are not differentiated, as in MuJoCo."""
+    kin = state.kin
+
+    def velocity_forces(qd: jax.Array) -> jax.Array:
+        cvel = kinematics.com_velocity(sys, kin.cdof, qd)
+        f = dynamics.passive_force(sys, kin, state.q, qd)
+        f = f + dynamics.actuator_force(
+            sys, kin, state.q, qd, ctrl, state.act, clip_joint_totals=False
+        )
+        if sys.fluid:
+            f = f + fluid.fluid_force(sys, kin, cvel)
+        return f
+
+    def bias(qd: jax.Array) -> jax.Array:
+        return dynamics.bias_force(sys, kin, kinematics.com_velocity(sys, kin.cdof, qd), qd)
+
+    deriv = jax.jacfwd(velocity_forces)(state.qd)
+    if sys.integrator == "implicit":
+        return deriv - jax.jacfwd(bias)(state.qd)
+    free = _free_blocks(sys)
+    if free.any():
+        deriv = deriv - jnp.where(free, jax.jacfwd(bias)(state.qd), 0.0)
+    return deriv
+
+
+def _implicit_acceleration(
+    sys: System, state: State, ctrl: jax.Array, m: jax.Array, qacc: jax.Array
+) -> jax.Array:
+    """The Euler and implicit integrators' acceleration (M + dt B)^-1 M qacc, B the
+    implicit damping: diag(joint damping) for Euler (eulerdamp), -qDeriv for the implicit
+    ones. As M qacc = f + f_c, it is written qacc - (M + dt B)^-1 dt B qacc: solving for
+    f + f_c instead loses float32 digits to cancellation when constraint forces are large and
+    M is ill-conditioned (M^-1 amplifies f_c's rounding)."""
+    dt = sys.timestep
+    if sys.integrator == "Euler":
+        if sys.disable_eulerdamp:  # (<flag eulerdamp="disable">: damping stays explicit)
+            return qacc
+        damp = dt * sys.dof_damping
+        return qacc - jsl.cho_solve(jsl.cho_factor(m + jnp.diag(damp)), damp * qacc)
+    damp = -dt * velocity_derivative(sys, state, ctrl)
+    if sys.integrator == "implicitfast" and not _free_blocks(sys).any():  # symmetric
+        return qacc - jsl.cho_solve(jsl.cho_factor(m + damp), damp @ qacc)
+    return qacc - jnp.linalg.solve(m + damp, damp @ qacc)
+
+
+# The classical Runge-Kutta tableau: row i weighs the stages before stage i (stage 0 is the
+# state itself)
+_RK4_A = ((0, 0, 0, 0), (0.5, 0, 0, 0), (0, 0.5, 0, 0), (0, 0, 1, 0))
+_RK4_B = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
+
+
+def _rotation_dofs(sys: System) -> np.ndarray:
+    """[n, 3] the angular-velocity dofs of each ball joint and free joint."""
+    topo = sys.topology
+    return np.asarray(
+        [
+            topo.jnt_dofadr[j] + (3 if kind == JNT_FREE else 0) + np.arange(3)
+            for j, kind in enumerate(topo.jnt_type)
+            if kind in (JNT_BALL, JNT_FREE)
+        ],
+        np.int32,
+    ).reshape(-1, 3)
+
+
+def _dexp_inv(sys: System, offset: jax.Array, qd: jax.Array) -> jax.Array:
+    """qd with each joint rotation's angular velocity w carried to the Lie algebra at the
+    rotation offset o (the stage's, dt-scaled): w + o x w / 2 + o x (o x w) / 12, the
+    Runge-Kutta-Munthe-Kaas correction MuJoCo's RK4 applies to ball and free joints."""
+    rot = _rotation_dofs(sys)
+    if not rot.size:
+        return qd
+    o, w = offset[rot], qd[rot]
+    ow = jnp.cross(o, w)
+    return qd.at[rot].set(w + 0.5 * ow + jnp.cross(o, ow) / 12.0)
+
+
+def _rk4_substep(sys: System, state: State, ctrl: jax.Array) -> State:
+    """MuJoCo's mj_RungeKutta(4): stage i evaluates forward dynamics at X0 + dt sum_j A_ij F_j,
+    the step takes X0 + dt sum_j B_j F_j. Joint rotations move on the manifold as MuJoCo's
+    Runge-Kutta-Munthe-Kaas scheme does: a stage's angular velocity enters the sums through
+    the inverse exponential map at that stage's rotation offset (`_dexp_inv`). The stages scan
+    over one traced forward evaluation; the state records the last stage's solve (as MuJoCo's
+    mjData holds it after the step), whose qacc is also the next warm start."""
+    dt = sys.timestep
+    a = jnp.asarray(_RK4_A, state.qd.dtype)
+
+    def stage(carry, i):  # noqa: ANN001, ANN202
+        vels, qaccs, act_dots = carry  # [4, ...]: each stage's (corrected) qd, qacc, act_dot
+        w = a[i]
+        vel = w @ vels
+        q = kinematics.integrate_position(sys, state.q, vel, dt)
+        q = jnp.where(i == 0, state.q, q)  # stage 0 is exactly the state
+        x = _at(sys, state, q, state.qd + dt * (w @ qaccs), state.act + dt * (w @ act_dots))
+        _, res = _forward(sys, x, ctrl)
+        act_dot = dynamics.activation_rate(sys, x.act, ctrl)
+        vels = vels.at[i].set(_dexp_inv(sys, dt * vel, x.qd))
+        return (vels, qaccs.at[i].set(res.qacc), act_dots.at[i].set(act_dot)), res
+
+    zeros = jnp.zeros((4,) + state.qd.shape, state.qd.dtype)
+    init = (zeros, zeros, jnp.zeros((4,) + state.act.shape, state.act.dtype))
+    (vels, qaccs, act_dots), res = jax.lax.scan(stage, init, jnp.arange(4))
+    b = jnp.asarray(_RK4_B, state.qd.dtype)
+    last = jax.tree_util.tree_map(lambda x: x[-1], res)
+    return _advance(sys, state, b @ qaccs, b @ act_dots, last, qd_for_q=b @ vels)
+
+
+def _substep(sys: System, state: State, ctrl: jax.Array) -> State:
+    if sys.integrator == "RK4":
+        return _rk4_substep(sys, state, ctrl)
+    m, res = _forward(sys, state, ctrl)
+    qacc = _implicit_acceleration(sys, state, ctrl, m, res.qacc)
+    return _advance(sys, state, qacc, dynamics.activation_rate(sys, state.act, ctrl), res)
 
 
 @math.full_precision
@@ -160,6 +325,8 @@ def step(sys: System, state: State, ctrl: jax.Array, n_substeps: int = 1) -> Sta
 
     Jit with ``n_substeps`` static, e.g. ``jax.jit(step, static_argnames="n_substeps")``.
     """
+    if sys.integrator not in INTEGRATORS:  # e.g. a System edited with dataclasses.replace
+        raise ValueError(f"integrator={sys.integrator!r} must be one of {INTEGRATORS}")
     ctrl = jnp.asarray(ctrl, state.qd.dtype)
     if n_substeps == 1:
         return _substep(sys, state, ctrl)

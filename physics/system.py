@@ -24,6 +24,7 @@ JNT_NQ = {JNT_FREE: 7, JNT_BALL: 4, JNT_SLIDE: 1, JNT_HINGE: 1}
 JNT_NV = {JNT_FREE: 6, JNT_BALL: 3, JNT_SLIDE: 1, JNT_HINGE: 1}
 GEOM_PLANE, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX = 0, 2, 3, 4, 5, 6
 GEOM_MESH = 7
+INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")  # MuJoCo's mjtIntegrator order
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,6 +307,7 @@ class System:
     cone: str = _static(default="pyramidal")
     impratio: float = _static(default=1.0)
     fluid: bool = _static(default=False)  # density or viscosity > 0: fluid forces are computed
+    integrator: str = _static(default="Euler")  # <option integrator>: one of INTEGRATORS
     # Contact slots solved per substep: None solves every active one (as MuJoCo does); a number
     # keeps only that many deepest (faster; exact while no more are active). Random-control
     # rollouts: ant <= 6 active of its 25 slots, humanoid <= 10 of 190 (over 8 in 2 of 9600

@@ -1,7 +1,9 @@
 """Contacts and joint limits wired into the step, against MuJoCo and physics sense.
 
-MuJoCo runs with the Euler integrator, the pyramidal cone and its Newton solver converged
-(tolerance 1e-10), float64; the engine is float32 with a fixed number of Newton steps.
+MuJoCo runs with the model's integrator (gymnasium's ant and humanoid ask for RK4; the
+trajectories checked at the locomotion envs' settings use Euler, as the envs do), the pyramidal
+cone and its Newton solver converged (tolerance 1e-10), float64; the engine is float32 with a
+fixed number of Newton steps.
 """
 
 import dataclasses
@@ -31,13 +33,20 @@ step = jax.jit(physics.step, static_argnames="n_substeps")
 ENV_NEWTON_STEPS = 4  # what the locomotion envs solve these models with
 
 
+def _as_the_envs(sys, m=None):
+    """`sys` (and MuJoCo's `m`) integrated with Euler, as the locomotion envs step these models
+    (gymnasium's XMLs ask for RK4, whose parity is tracked in test_integrators.py)."""
+    if m is not None:
+        m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    return dataclasses.replace(sys, integrator="Euler")
+
+
 def _mujoco(src):
     m = (
         mujoco.MjModel.from_xml_string(src)
         if src.lstrip().startswith("<")
         else mujoco.MjModel.from_xml_path(src)
     )
-    m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
     m.opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
     m.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
     m.opt.iterations, m.opt.tolerance = 100, 1e-10
@@ -113,8 +122,8 @@ def test_contact_pair_filter():
 
 @pytest.mark.parametrize("name", ["ant", "half_cheetah", "humanoid"])
 def test_trajectory_with_contacts_matches_mujoco(name):
-    sys = physics.load_mjcf(gym_asset(name), newton_steps=ENV_NEWTON_STEPS)
     m = _mujoco(gym_asset(name))
+    sys = _as_the_envs(physics.load_mjcf(gym_asset(name), newton_steps=ENV_NEWTON_STEPS), m)
     d = mujoco.MjData(m)
     rng = np.random.default_rng(0)
     q = m.qpos0 + 0.02 * rng.normal(size=m.nq)
@@ -251,7 +260,7 @@ def _tilted_ant(sys, tilt, z):
 def test_contact_cap_keeps_all_active_slots():
     """7 slots within margin (legs on one side touching): capped at 8 (as the Ant env), the
     step equals the uncapped one (all 25 slots solved, the default)."""
-    full_sys = physics.load_mjcf(gym_asset("ant"))
+    full_sys = _as_the_envs(physics.load_mjcf(gym_asset("ant")))
     assert full_sys.max_contacts is None
     sys = dataclasses.replace(full_sys, max_contacts=8)
     state = _tilted_ant(sys, 0.4, 0.2)

@@ -41,11 +41,7 @@ MEDIUM_XML = """
 def _load(name):
     if name == "medium":
         return physics.load_mjcf(MEDIUM_XML), mujoco.MjModel.from_xml_string(MEDIUM_XML)
-    with pytest.warns(physics.MJCFWarning, match="RK4"):
-        sys = physics.load_mjcf(gym_asset(name))
-    m = mujoco.MjModel.from_xml_path(gym_asset(name))
-    m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
-    return sys, m
+    return physics.load_mjcf(gym_asset(name)), mujoco.MjModel.from_xml_path(gym_asset(name))
 
 
 def _random_state(m, rng):
