@@ -214,23 +214,29 @@ def point_jacobian(
     return jnp.swapaxes(jnp.concatenate([ang, lin], axis=-1), -1, -2)
 
 
+def rotation_addresses(sys: System) -> tuple[np.ndarray, np.ndarray]:
+    """The rotations of ball and free joints: [n, 4] qpos indices of each quaternion and
+    [n, 3] qvel indices of its angular velocity."""
+    topo = sys.topology
+    qpos, dofs = [], []
+    for j, t in enumerate(np.asarray(topo.jnt_type)):
+        if t in (JNT_FREE, JNT_BALL):
+            n_lin = 3 if t == JNT_FREE else 0
+            qpos.append(topo.jnt_qposadr[j] + n_lin + np.arange(4))
+            dofs.append(topo.jnt_dofadr[j] + n_lin + np.arange(3))
+    return np.asarray(qpos, np.int32).reshape(-1, 4), np.asarray(dofs, np.int32).reshape(-1, 3)
+
+
 def integrate_position(sys: System, q: jax.Array, qd: jax.Array, dt: jax.Array) -> jax.Array:
     """q advanced by qd over dt (MuJoCo's mj_integratePos)."""
     topo = sys.topology
-    jt = np.asarray(topo.jnt_type)
+    quat, rot = rotation_addresses(sys)
     # linear part: every qpos slot that is not a quaternion gets qd of its dof
     lin = np.zeros((topo.nq, topo.nv), np.float32)
-    quat_joints = []
-    for j, t in enumerate(jt):
-        qa, da = topo.jnt_qposadr[j], topo.jnt_dofadr[j]
-        n_lin = 3 if t == JNT_FREE else (0 if t == JNT_BALL else 1)
-        lin[qa + np.arange(n_lin), da + np.arange(n_lin)] = 1.0
-        if t in (JNT_FREE, JNT_BALL):
-            quat_joints.append((qa + n_lin, da + n_lin))
+    linear_q = np.setdiff1d(np.arange(topo.nq), quat)
+    linear_d = np.setdiff1d(np.arange(topo.nv), rot)
+    lin[linear_q, linear_d] = 1.0
     q_new = q + dt * math.static_matmul(lin, qd)
-    if quat_joints:
-        qa = np.asarray([a for a, _ in quat_joints])[:, None]
-        da = np.asarray([d for _, d in quat_joints])[:, None]
-        quat = math.quat_integrate(q[qa + np.arange(4)], qd[da + np.arange(3)], dt)
-        q_new = q_new.at[qa + np.arange(4)].set(quat)
+    if quat.size:
+        q_new = q_new.at[quat].set(math.quat_integrate(q[quat], qd[rot], dt))
     return q_new

@@ -30,7 +30,7 @@ import numpy as np
 from physics import contact, dynamics, fluid, kinematics, math
 from physics.contact import ConstraintResult, ContactState
 from physics.kinematics import Kinematics
-from physics.system import INTEGRATORS, JNT_BALL, JNT_FREE, System
+from physics.system import INTEGRATORS, System
 
 
 class State(NamedTuple):
@@ -256,24 +256,11 @@ _RK4_A = ((0, 0, 0, 0), (0.5, 0, 0, 0), (0, 0.5, 0, 0), (0, 0, 1, 0))
 _RK4_B = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
 
 
-def _rotation_dofs(sys: System) -> np.ndarray:
-    """[n, 3] the angular-velocity dofs of each ball joint and free joint."""
-    topo = sys.topology
-    return np.asarray(
-        [
-            topo.jnt_dofadr[j] + (3 if kind == JNT_FREE else 0) + np.arange(3)
-            for j, kind in enumerate(topo.jnt_type)
-            if kind in (JNT_BALL, JNT_FREE)
-        ],
-        np.int32,
-    ).reshape(-1, 3)
-
-
 def _dexp_inv(sys: System, offset: jax.Array, qd: jax.Array) -> jax.Array:
     """qd with each joint rotation's angular velocity w carried to the Lie algebra at the
     rotation offset o (the stage's, dt-scaled): w + o x w / 2 + o x (o x w) / 12, the
     Runge-Kutta-Munthe-Kaas correction MuJoCo's RK4 applies to ball and free joints."""
-    rot = _rotation_dofs(sys)
+    rot = kinematics.rotation_addresses(sys)[1]
     if not rot.size:
         return qd
     o, w = offset[rot], qd[rot]
