@@ -42,11 +42,12 @@ capsule-cylinder   1      the deepest point of the segment in the cylinder SDF
                           two points from MuJoCo 4.0 (clipped to the cap), one here
 box-box            8      approximation: corners of each box against the other box's
                           SDF, the 8 deepest kept; edge-edge crossings are missed
+cylinder-cylinder  4      exact depth and normal (separating axes), points by clipping
+cylinder-box       4      the touching faces as MuJoCo 4.0 does: :mod:`physics.convex`
 =================  =====  =========================================================
-Other pairs with a cylinder (cylinder-cylinder, cylinder-box), an ellipsoid (anything but a
-plane) or a mesh (capsules, boxes, cylinders, ellipsoids, other meshes) have no function
-here: MuJoCo's GJK/EPA (with its minimum-translation depth and multiple contacts) is not
-built.
+An ellipsoid against anything but a plane, and a mesh against capsules, boxes, cylinders,
+ellipsoids or other meshes, have no function here: MuJoCo's GJK/EPA for general convex
+shapes is not built.
 
 Conventions follow MuJoCo's ``mjContact``: ``dist`` is signed (negative = penetration),
 ``pos`` is midway between the two surfaces, ``frame`` rows are (normal, tangent1, tangent2)
@@ -96,6 +97,8 @@ _NUM_CONTACTS = {
     (GEOM_CAPSULE, GEOM_CYLINDER): 1,
     (GEOM_CAPSULE, GEOM_BOX): 2,
     (GEOM_BOX, GEOM_BOX): 8,
+    (GEOM_CYLINDER, GEOM_CYLINDER): 4,
+    (GEOM_CYLINDER, GEOM_BOX): 4,
 }
 
 
@@ -453,16 +456,28 @@ def collide_sphere_box(
 
 
 def _golden_min(f: Callable[[jax.Array], jax.Array], iters: int = _GOLDEN_ITERS) -> jax.Array:
-    """argmin over t in [0, 1] of a convex scalar function, by fixed golden-section steps."""
+    """argmin over t in [0, 1] of a convex scalar function, by fixed golden-section steps (one
+    evaluation each: the inner point kept from the step before)."""
     g = 0.6180339887498949
+    x1, x2 = jnp.float32(1.0 - g), jnp.float32(g)
 
-    def body(_: int, lohi: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
-        lo, hi = lohi
-        x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
-        left = f(x1) <= f(x2)
-        return jnp.where(left, lo, x1), jnp.where(left, x2, hi)
+    def body(_: int, carry: tuple) -> tuple:
+        lo, hi, x1, x2, f1, f2 = carry
+        left = f1 <= f2  # the minimum is in [lo, x2]: x1 becomes the new upper inner point
+        lo, hi = jnp.where(left, lo, x1), jnp.where(left, x2, hi)
+        new = jnp.where(left, hi - g * (hi - lo), lo + g * (hi - lo))
+        f_new = f(new)
+        return (
+            lo,
+            hi,
+            jnp.where(left, new, x2),
+            jnp.where(left, x1, new),
+            jnp.where(left, f_new, f2),
+            jnp.where(left, f1, f_new),
+        )
 
-    lo, hi = jax.lax.fori_loop(0, iters, body, (jnp.float32(0.0), jnp.float32(1.0)))
+    carry = (jnp.float32(0.0), jnp.float32(1.0), x1, x2, f(x1), f(x2))
+    lo, hi = jax.lax.fori_loop(0, iters, body, carry)[:2]
     return jax.lax.stop_gradient(0.5 * (lo + hi))
 
 
@@ -654,8 +669,9 @@ def collide(
 ) -> Contact:
     """Contacts of two geoms of STATIC types (MuJoCo mjtGeom ints, type1 <= type2).
 
-    Returns :func:`num_contacts` slots; ``margin`` only selects plane-box corners (the caller
-    still masks every slot with ``dist < margin``); ``hull2`` is geom2's convex hull (a
+    Returns :func:`num_contacts` slots; ``margin`` only selects plane-box corners and the
+    points a cylinder-box or cylinder-cylinder clip keeps (the caller still masks every slot
+    with ``dist < margin``); ``hull2`` is geom2's convex hull (a
     :class:`physics.mesh.Hull` row) when it is a mesh.
     """
     key = (type1, type2)
@@ -692,6 +708,10 @@ def collide(
         return collide_capsule_box(pos1, mat1, size1, pos2, mat2, size2)
     if key == (GEOM_BOX, GEOM_BOX):
         return collide_box_box(pos1, mat1, size1, pos2, mat2, size2)
+    if key in ((GEOM_CYLINDER, GEOM_CYLINDER), (GEOM_CYLINDER, GEOM_BOX)):
+        from physics import convex  # built on this module's helpers
+
+        return convex.collide_cylinder(type2, pos1, mat1, size1, pos2, mat2, size2, margin)
     raise ValueError(
         f"unsupported geom pair types ({type1}, {type2}); supported (type1 <= type2): "
         f"{sorted(_NUM_CONTACTS)}"

@@ -256,6 +256,10 @@ DEGENERATE = {
     "plane-cylinder flat": (0, 5, [0, 0, 0], [0, 0, 0.2], 0.0),
     "sphere-cylinder on axis": (2, 5, [0, 0, 0], [0, 0, 0], 0.0),
     "capsule-cylinder coaxial": (3, 5, [0, 0, 0], [0, 0, 0], 0.0),
+    "cylinder-cylinder coaxial": (5, 5, [0, 0, 0], [0, 0, 0], 0.0),
+    "cylinder-cylinder stacked": (5, 5, [0, 0, 0], [0, 0, 0.39], 0.0),
+    "cylinder-box centre": (5, 6, [0, 0, 0], [0, 0, 0], 0.0),
+    "cylinder-box flat": (5, 6, [0, 0, 0], [0, 0, 0.29], 0.0),
 }
 
 
@@ -312,7 +316,9 @@ def test_jit_vmap_shapes_static():
         col.collide(6, 2, pos[0], mat[0], size[0], pos[0], mat[0], size[0])
 
 
-@pytest.mark.parametrize("types", [(2, 3), (3, 3), (2, 6), (3, 6), (0, 6), (0, 5), (2, 5), (3, 5)])
+@pytest.mark.parametrize(
+    "types", [(2, 3), (3, 3), (2, 6), (3, 6), (0, 6), (0, 5), (2, 5), (3, 5), (5, 5), (5, 6)]
+)
 def test_dist_gradient_matches_finite_differences(types):
     """d dist / d pos2 of the deepest slot equals a central difference in a generic pose."""
     rng = np.random.default_rng(3)

@@ -290,9 +290,9 @@ def test_contact_cap_solves_the_deepest_slots():
 
 def test_unsupported_collision_pair_warns_and_is_skipped():
     xml = """<mujoco><worldbody><geom name="floor" type="box" size="1 1 0.1"/>
-  <body pos="0 0 1"><freejoint/><geom name="can" type="cylinder" size="0.1 0.2"/>
+  <body pos="0 0 1"><freejoint/><geom name="egg" type="ellipsoid" size="0.1 0.2 0.1"/>
   </body></worldbody></mujoco>"""
-    with pytest.warns(physics.MJCFWarning, match="'can', 'floor'"):
+    with pytest.warns(physics.MJCFWarning, match="'egg', 'floor'"):
         sys = physics.load_mjcf(xml)
     assert sys.contact_pairs == ()
 
