@@ -37,6 +37,7 @@ import numpy as np
 from physics.collision import (
     FAR,
     Contact,
+    _capsule_ends,
     _golden_min,
     _normalize,
     _safe_norm,
@@ -83,8 +84,9 @@ def _circle_point(centre: jax.Array, axis: jax.Array, radius: jax.Array, p: jax.
 
 
 def _rims(pos: jax.Array, mat: jax.Array, size: jax.Array) -> jax.Array:
-    """[2, 3] centres of a cylinder's two caps."""
-    return pos + jnp.array([1.0, -1.0])[:, None] * (size[1] * mat[:, 2])
+    """[2, 3] centres of a cylinder's two caps (top first): its axis segment's ends."""
+    bottom, top = _capsule_ends(pos, mat, size)
+    return jnp.stack([top, bottom])
 
 
 def _search(f: Callable[[jax.Array], jax.Array]) -> jax.Array:
@@ -245,9 +247,10 @@ def _box_feature(pos: jax.Array, mat: jax.Array, size: jax.Array, d: jax.Array) 
     u = jax.nn.one_hot((k + 1) % 3, 3, dtype=d.dtype) * size
     v = jax.nn.one_hot((k + 2) % 3, 3, dtype=d.dtype) * size
     face = axis_k * sign * size + _FACE_SIGNS[:, :1] * u + _FACE_SIGNS[:, 1:] * v
-    along = jax.nn.one_hot(free, 3, dtype=d.dtype) * size
+    free_axis = jax.nn.one_hot(free, 3, dtype=d.dtype)
+    along = free_axis * size
     corner = sign * size
-    middle = corner * (1.0 - jax.nn.one_hot(free, 3, dtype=d.dtype))
+    middle = corner * (1.0 - free_axis)
     edge = jnp.stack([middle + along, middle - along])
     is_face = mag[k] >= _FACE_COS
     is_edge = ~is_face & (mag[free] < _FACE_SIN)
