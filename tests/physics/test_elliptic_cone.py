@@ -42,10 +42,12 @@ def test_cone_forces_hessians_and_line_derivatives_are_the_costs(x64):
     _, _, n, t, top, bottom, middle = con._cone_geometry(jar3, cones)
     assert bool(jnp.any(top & cones.on) & jnp.any(bottom & cones.on) & jnp.any(middle))
     jd3 = jnp.asarray(rng.normal(size=jar3.shape))
-    g, h = con._cone_line_derivatives(jar3, jd3, D3, cones)
+    cone_line = con.ConeLine.of(jar3, jd3, D3, cones)
     phi = lambda a: con.cone_cost(jar3 + a * jd3, D3, cones)  # noqa: E731
-    np.testing.assert_allclose(g, jax.grad(phi)(0.0), rtol=1e-10)
-    np.testing.assert_allclose(h, jax.grad(jax.grad(phi))(0.0), rtol=1e-10)
+    for a in (0.0, 0.37):
+        g, h = cone_line.derivatives(a)
+        np.testing.assert_allclose(g, jax.grad(phi)(a), rtol=1e-10)
+        np.testing.assert_allclose(h, jax.grad(jax.grad(phi))(a), rtol=1e-10)
     # inside the cone (sticking) the force is any force within it; outside, on its surface
     force = con.cone_forces(jar3, D3, cones)
     slide = jnp.linalg.norm(force[:, 1:] / cones.friction, axis=-1)
@@ -54,6 +56,118 @@ def test_cone_forces_hessians_and_line_derivatives_are_the_costs(x64):
         0.0,
         atol=1e-9 * float(jnp.abs(force).max()),
     )
+
+
+def test_cone_line_search_reaches_the_minimum_along_stiff_lines(x64):
+    """With impratio 100 a cone's zone change makes phi' a hundred times stiffer. The line
+    search still ends at the line's minimum (found here by 200 bisections of phi'), along
+    directions scaled by 1 to 100. Newton steps alone, started on the stiff side, crept
+    towards it and stopped short; alternating them with the chord's root missed on other
+    lines."""
+    slope = jax.jit(lambda line, a: line.derivatives(a)[0])
+    search = jax.jit(con._line_search_cone)
+    phi = jax.jit(
+        lambda jar3, jd3, D3, cones, a: -a + 0.05 * a * a + con.cone_cost(jar3 + a * jd3, D3, cones)
+    )
+    rng = np.random.default_rng(1)
+    misses = []
+    for _ in range(120):
+        jar3, D3, cones = _cones(rng, 6)
+        cones = cones._replace(mu=cones.friction[:, 0] / 10.0)  # impratio 100
+        D3 = D3.at[:, 1:].set(D3[:, :1] * cones.friction**2 / cones.mu[:, None] ** 2)
+        jd3 = jnp.asarray(rng.normal(size=jar3.shape) * 10.0 ** rng.uniform(0.0, 2.0))
+        rows = jnp.zeros(jar3.size)
+        cone_line = con.ConeLine.of(jar3, jd3, D3, cones)
+        line = con._Line(jar3.ravel(), jd3.ravel(), rows, rows + 1.0, None, -1.0, 0.1, cone_line)
+        if not slope(line, 0.0) < 0.0:
+            continue
+        lo, hi = 0.0, 1.0
+        while slope(line, hi) <= 0.0:
+            hi *= 2.0
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if slope(line, mid) <= 0.0 else (lo, mid)
+        best = float(phi(jar3, jd3, D3, cones, lo))
+        found = float(phi(jar3, jd3, D3, cones, search(line)))
+        misses.append((found - best) / (1.0 + abs(best)))
+    assert len(misses) > 40 and max(misses) < 1e-9, max(misses)
+
+
+def test_cone_breaks_are_where_the_zones_change(x64):
+    """Along random lines every change of a cone's zone (inside, between, dual; a
+    frictionless slot's normal row opening or closing) lies at one of its breakpoints."""
+    rng = np.random.default_rng(2)
+    jar3, D3, cones = _cones(rng, 300)
+    jd3 = jnp.asarray(rng.normal(size=jar3.shape))
+    breaks = np.asarray(con.ConeLine.of(jar3, jd3, D3, cones).breaks()).reshape(4, -1)
+    grid = np.linspace(-3.0, 3.0, 3001)
+
+    def zone(a: float) -> np.ndarray:
+        _, _, _, _, top, bottom, _ = con._cone_geometry(jar3 + a * jd3, cones)
+        closed = jar3[:, 0] + a * jd3[:, 0] < 0.0
+        return np.where(cones.on, 2 * np.asarray(top) + np.asarray(bottom), closed)
+
+    zones = np.stack([zone(a) for a in grid])
+    changed = np.argwhere(zones[1:] != zones[:-1])
+    assert len(changed) > 100
+    for step, cone in changed:
+        here = breaks[:, cone]
+        assert np.any((here >= grid[step]) & (here <= grid[step + 1])), (cone, grid[step])
+
+
+# A quadruped of our own (box trunk, two hinges and a ball foot per leg) dropped on its feet
+# with MuJoCo's impratio 100, the elliptic cones' setting of Menagerie's quadrupeds.
+LEG = """
+      <body pos="{x} {y} 0">
+        <joint type="hinge" axis="0 1 0" range="-1 1" damping="0.5"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.1" size="0.02"/>
+        <body pos="0 0 -0.1">
+          <joint type="hinge" axis="0 1 0" range="-2 0" damping="0.5"/>
+          <geom type="capsule" fromto="0 0 0 0 0 -0.1" size="0.015"/>
+          <geom type="sphere" pos="0 0 -0.1" size="0.02" friction="0.8"/>
+        </body>
+      </body>"""
+QUADRUPED = (
+    """
+<mujoco>
+  <option timestep="0.002" cone="elliptic" impratio="100"/>
+  <default><geom contype="1" conaffinity="0"/></default>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1" contype="0" conaffinity="1"/>
+    <body pos="0 0 {height}"><freejoint/>
+      <geom type="box" size="0.15 0.08 0.04" mass="5"/>"""
+    + "".join(LEG.format(x=x, y=y) for x in (0.12, -0.12) for y in (0.08, -0.08))
+    + """
+    </body>
+  </worldbody>
+</mujoco>
+"""
+)
+
+
+def test_quadruped_landing_with_impratio_100_steps_as_mujoco():
+    """Landing, a foot's cone changes zone within a small part of the Newton step, where
+    phi' turns a hundred times stiffer. Newton steps alone along the line stopped short
+    there, and the solve needed 12 outer steps where MuJoCo's needs 3: the default steps then
+    left velocities 2e-3 off (4e-2 at this landing's worst step). Here each step starts
+    from MuJoCo's state and warm start, and gives MuJoCo's velocities."""
+
+    @jax.jit
+    def step_from(sys: physics.System, q: jax.Array, qd: jax.Array, warm: jax.Array) -> jax.Array:
+        state = physics.init(sys, q, qd)._replace(qacc=warm.astype(q.dtype))
+        return physics.step(sys, state, jnp.zeros(0)).qd
+
+    xml = QUADRUPED.format(height=0.3)
+    m, sys = mujoco.MjModel.from_xml_string(xml), physics.load_mjcf(xml)
+    d = mujoco.MjData(m)
+    d.qpos[7::2], d.qpos[8::2] = 0.5, -1.0
+    gaps = []
+    for _ in range(300):
+        q, qd, warm = (np.array(x, np.float32) for x in (d.qpos, d.qvel, d.qacc_warmstart))
+        mujoco.mj_step(m, d)
+        gaps.append(float(np.abs(step_from(sys, q, qd, warm) - d.qvel).max()))
+    assert d.ncon == 4  # standing on its feet
+    assert max(gaps) < 1e-4, (int(np.argmax(gaps)), max(gaps))
 
 
 SCENE = """
