@@ -96,12 +96,22 @@ def _cone_geometry(jar3: jax.Array, cones: Cones) -> tuple:
     """(U [n, 1 + d], N, T, zones top/bottom/middle) of the cones' rows jar3 [n, 1 + d]."""
     scale = jnp.concatenate([cones.mu[:, None], cones.friction], axis=-1)
     u = scale * jar3
-    t2 = jnp.sum(u[:, 1:] ** 2, axis=-1)
-    t = jnp.where(t2 > 0.0, jnp.sqrt(jnp.where(t2 > 0.0, t2, 1.0)), 0.0)  # (finite gradient)
-    n = u[:, 0]
-    top = n >= cones.mu * t  # (T = 0 and N >= 0 included)
-    bottom = ~top & (cones.mu * n + t <= 0.0)  # (T = 0 and N < 0 included)
-    return scale, u, n, t, top, bottom, ~top & ~bottom
+    n, t = u[:, 0], _norm(u[:, 1:])
+    return scale, u, n, t, *_zones(n, t, cones.mu)
+
+
+def _norm(x: jax.Array) -> jax.Array:
+    """|x| over the last axis, with a finite gradient at 0."""
+    x2 = jnp.sum(x * x, axis=-1)
+    return jnp.where(x2 > 0.0, jnp.sqrt(jnp.where(x2 > 0.0, x2, 1.0)), 0.0)
+
+
+def _zones(n: jax.Array, t: jax.Array, mu: jax.Array) -> tuple:
+    """(top, bottom, middle): inside the cone N >= mu T (T = 0 and N >= 0 included), inside
+    its dual mu N + T <= 0 (T = 0 and N < 0 included), between."""
+    top = n >= mu * t
+    bottom = ~top & (mu * n + t <= 0.0)
+    return top, bottom, ~top & ~bottom
 
 
 def _cone_mass(D3: jax.Array, cones: Cones) -> jax.Array:
@@ -207,11 +217,8 @@ class ConeLine(NamedTuple):
         """(d cost / da, d2 cost / da2) at a: the zones as in :func:`_cone_geometry`."""
         mu, n = self.mu, self.n + a * self.dn
         ut = self.u + a * self.v
-        t2 = jnp.sum(ut * ut, axis=-1)
-        t = jnp.where(t2 > 0.0, jnp.sqrt(jnp.where(t2 > 0.0, t2, 1.0)), 0.0)
-        top = n >= mu * t
-        bottom = ~top & (mu * n + t <= 0.0)
-        middle = ~top & ~bottom
+        t = _norm(ut)
+        _, bottom, middle = _zones(n, t, mu)
         ts = jnp.where(middle, t, 1.0)  # (T > 0 between the zones; never a power of it)
         dt = jnp.sum(ut * self.v, axis=-1) / ts  # dT/da
         s = n - mu * t
