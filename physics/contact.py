@@ -755,7 +755,9 @@ def _cfrc_ext(sys: System, kin: kinematics.Kinematics, lay: _Layout, c: ContactS
         scatter = np.zeros((nb, n), np.float32)
         scatter[body, np.arange(n)] = sign
         scatter[0] = 0.0
-        out = out + math.static_matmul(scatter, wrench)
+        # one dot, not math.static_matmul: that unrolls a multiply-add per slot, and models
+        # with thousands of slots (leap_hand: 11k) made a program too big to compile
+        out = out + jnp.matmul(scatter, wrench, precision=jax.lax.Precision.HIGHEST)
     return out
 
 

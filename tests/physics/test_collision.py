@@ -6,6 +6,7 @@ import mujoco
 import numpy as np
 import pytest
 
+import physics
 from physics import collision as col
 from physics import mesh
 from physics.system import GEOM_MESH
@@ -397,3 +398,20 @@ def test_horizontal_capsule_against_upright_cylinder_like_mujoco(capsule_at):
     assert len(cons) == (2 if capsule_at[2] > 0.2 else 1) and float(ours.dist[0]) < 0
     np.testing.assert_allclose(ours.dist[0], deepest.dist, atol=1e-4)
     np.testing.assert_allclose(ours.normal[0], deepest.frame[:3], atol=1e-3)
+
+
+def test_program_size_does_not_grow_with_the_contact_slots():
+    """Ten free bodies of one ball each, then of four balls each (45 and 720 candidate
+    pairs): the step's program has as many operations, as per-slot work is vectorised. A
+    per-slot unrolled sum (the contact wrenches' scatter) had made leap_hand's 11k slots a
+    program too big to compile."""
+
+    def ops(per_body: int) -> int:
+        geoms = "".join(f'<geom pos="{0.3 * k} 0 0" size="0.1"/>' for k in range(per_body))
+        bodies = "".join(f'<body pos="{2 * i} 0 0.2"><freejoint/>{geoms}</body>' for i in range(10))
+        sys = physics.load_mjcf(f"<mujoco><worldbody>{bodies}</worldbody></mujoco>")
+        text = jax.jit(physics.step).lower(sys, physics.init(sys), jnp.zeros(0)).as_text()
+        return text.count("\n")
+
+    small, large = ops(1), ops(4)
+    assert large < 1.1 * small, (small, large)
