@@ -587,30 +587,28 @@ def _line_search_cone(line: _Line, iterations: int = 3) -> jax.Array:
     if line.cones is not None:
         breaks = jnp.concatenate([jnp.where(breaks > 0.0, breaks, jnp.inf), line.cones.breaks()])
 
-    def update(carry: tuple, a: jax.Array) -> tuple:
-        lo, g_lo, h_lo, hi, g_hi, h_hi, best, g_best = carry
+    def update(b: _Bracket, a: jax.Array) -> _Bracket:
         g, h = at(a)
         below = g <= 0.0
         i = jnp.argmax(jnp.where(below, a, -jnp.inf))
         j = jnp.argmin(jnp.where(below, jnp.inf, a))
-        new_lo = below[i] & (a[i] >= lo)
-        new_hi = ~below[j] & (a[j] < hi)
+        new_lo = below[i] & (a[i] >= b.lo)
+        new_hi = ~below[j] & (a[j] < b.hi)
         k = jnp.argmin(jnp.abs(g))
-        closer = jnp.abs(g[k]) < g_best
-        return (
-            jnp.where(new_lo, a[i], lo),
-            jnp.where(new_lo, g[i], g_lo),
-            jnp.where(new_lo, h[i], h_lo),
-            jnp.where(new_hi, a[j], hi),
-            jnp.where(new_hi, g[j], g_hi),
-            jnp.where(new_hi, h[j], h_hi),
-            jnp.where(closer, a[k], best),
-            jnp.where(closer, jnp.abs(g[k]), g_best),
+        closer = jnp.abs(g[k]) < b.g_best
+        return _Bracket(
+            jnp.where(new_lo, a[i], b.lo),
+            jnp.where(new_lo, g[i], b.g_lo),
+            jnp.where(new_lo, h[i], b.h_lo),
+            jnp.where(new_hi, a[j], b.hi),
+            jnp.where(new_hi, g[j], b.g_hi),
+            jnp.where(new_hi, h[j], b.h_hi),
+            jnp.where(closer, a[k], b.best),
+            jnp.where(closer, jnp.abs(g[k]), b.g_best),
         )
 
-    def body(_: int, carry: tuple) -> tuple:
-        lo, g_lo, h_lo, hi, g_hi, h_hi, _, _ = carry
-        from_lo = lo - g_lo / h_lo
+    def body(_: int, b: _Bracket) -> _Bracket:
+        lo, hi, from_lo = b.lo, b.hi, b.from_lo()
         after_lo = jnp.min(jnp.where(breaks > lo, breaks, jnp.inf))
         before_hi = jnp.max(jnp.where(breaks < hi, breaks, -jnp.inf))
         bounded = jnp.isfinite(hi)
@@ -621,8 +619,8 @@ def _line_search_cone(line: _Line, iterations: int = 3) -> jax.Array:
         inside = jnp.stack(
             [
                 from_lo,
-                hi - jnp.where(bounded, g_hi / h_hi, 0.0),
-                lo - g_lo * width / jnp.where(bounded, g_hi - g_lo, 1.0),
+                b.from_hi(),
+                lo - b.g_lo * width / jnp.where(bounded, b.g_hi - b.g_lo, 1.0),
                 jnp.where(bounded, split, 0.0),
                 after_lo,
                 before_hi,
@@ -632,16 +630,37 @@ def _line_search_cone(line: _Line, iterations: int = 3) -> jax.Array:
             [from_lo, lo + 4.0 * (from_lo - lo), after_lo, before_hi, 2.0 * lo + 1.0, 8.0 * lo]
         )
         beyond = jnp.where(jnp.isfinite(beyond), beyond, 2.0 * lo + 1.0)
-        return update(carry, jnp.where(bounded, jnp.clip(inside, lo, hi), beyond))
+        return update(b, jnp.where(bounded, jnp.clip(inside, lo, hi), beyond))
 
     zero = jnp.zeros_like(line.dMr)
     inf = jnp.full_like(line.dMr, jnp.inf)
-    start = (zero, zero, inf, inf, inf, inf, zero, inf)  # from_lo = lo until phi'(lo) known
-    carry = update(start, jnp.stack([zero, zero + 1.0]))
-    carry = jax.lax.fori_loop(0, iterations, body, carry, unroll=True)
-    lo, g_lo, h_lo, hi, g_hi, h_hi, _, _ = carry
-    last = jnp.stack([lo - g_lo / h_lo, hi - jnp.where(jnp.isfinite(hi), g_hi / h_hi, 0.0)])
-    return update(carry, jnp.clip(last, lo, hi))[6]
+    start = _Bracket(zero, zero, inf, inf, inf, inf, zero, inf)  # from_lo = lo at first
+    b = update(start, jnp.stack([zero, zero + 1.0]))
+    b = jax.lax.fori_loop(0, iterations, body, b, unroll=True)
+    return update(b, jnp.clip(jnp.stack([b.from_lo(), b.from_hi()]), b.lo, b.hi)).best
+
+
+class _Bracket(NamedTuple):
+    """A cone line search's bracket [lo, hi] of phi' = 0 (phi'(lo) <= 0 < phi'(hi), hi inf
+    while none is known) with phi' and phi'' at its ends, and the evaluated point of smallest
+    |phi'| so far."""
+
+    lo: jax.Array
+    g_lo: jax.Array
+    h_lo: jax.Array
+    hi: jax.Array
+    g_hi: jax.Array
+    h_hi: jax.Array
+    best: jax.Array
+    g_best: jax.Array
+
+    def from_lo(self) -> jax.Array:
+        """Newton's point from lo."""
+        return self.lo - self.g_lo / self.h_lo
+
+    def from_hi(self) -> jax.Array:
+        """Newton's point from hi (hi itself while hi is inf)."""
+        return self.hi - jnp.where(jnp.isfinite(self.hi), self.g_hi / self.h_hi, 0.0)
 
 
 UnitRows = tuple[np.ndarray, np.ndarray]  # (dof [nu], sign [nu]): rows sign * e_dof
