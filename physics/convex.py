@@ -54,6 +54,7 @@ _GRID = 16  # samples of a rim angle before golden-section refinement
 _GOLDEN_ITERS = 16  # the grid's bracket of 0.39 rad shrinks to 2e-4 rad
 _POLISH = 24  # pattern-search steps on the best candidate normal
 _AREA_TOL = 1e-10  # squared lengths (m^2) below which points count as coincident or collinear
+_FLAT = 1e-5  # a third or fourth point closer than this (relative) to the others adds nothing
 _X, _Y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
 _CORNER_SIGNS = np.array([[(b >> k & 1) * 2.0 - 1.0 for k in range(3)] for b in range(8)])
 _FACE_SIGNS = np.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]])  # around a face
@@ -225,7 +226,7 @@ def separating_axis(
 # ------------------------------------------------------------------- touching features
 
 
-class _Feature(NamedTuple):
+class Feature(NamedTuple):
     """What a geom touches with along a direction: a polygon of ``count`` vertices (4 or 16:
     a face; 2: an edge; 1: a point), padded to a fixed length, and the face's normal."""
 
@@ -238,7 +239,7 @@ def _padded(points: jax.Array, length: int) -> jax.Array:
     return jnp.concatenate([points, jnp.repeat(points[:1], length - len(points), 0)])
 
 
-def _box_feature(pos: jax.Array, mat: jax.Array, size: jax.Array, d: jax.Array) -> _Feature:
+def _box_feature(pos: jax.Array, mat: jax.Array, size: jax.Array, d: jax.Array) -> Feature:
     local = mat.T @ d
     mag = jnp.abs(local)
     sign = jnp.where(local >= 0.0, 1.0, -1.0)
@@ -256,10 +257,10 @@ def _box_feature(pos: jax.Array, mat: jax.Array, size: jax.Array, d: jax.Array) 
     is_edge = ~is_face & (mag[free] < _FACE_SIN)
     verts = jnp.where(is_face, face, jnp.where(is_edge, _padded(edge, 4), corner))
     count = jnp.where(is_face, 4, jnp.where(is_edge, 2, 1))
-    return _Feature(pos + verts @ mat.T, count, mat @ (axis_k * sign))
+    return Feature(pos + verts @ mat.T, count, mat @ (axis_k * sign))
 
 
-def _cylinder_feature(pos: jax.Array, mat: jax.Array, size: jax.Array, d: jax.Array) -> _Feature:
+def _cylinder_feature(pos: jax.Array, mat: jax.Array, size: jax.Array, d: jax.Array) -> Feature:
     radius, half = size[0], size[1]
     local = mat.T @ d
     up = jnp.where(local[2] >= 0.0, 1.0, -1.0)
@@ -272,7 +273,7 @@ def _cylinder_feature(pos: jax.Array, mat: jax.Array, size: jax.Array, d: jax.Ar
     is_edge = jnp.abs(local[2]) < _FACE_SIN
     verts = jnp.where(is_face, ring, jnp.where(is_edge, _padded(line, _CAP_POINTS), cap + radial))
     count = jnp.where(is_face, _CAP_POINTS, jnp.where(is_edge, 2, 1))
-    return _Feature(pos + verts @ mat.T, count, mat[:, 2] * up)
+    return Feature(pos + verts @ mat.T, count, mat[:, 2] * up)
 
 
 # ------------------------------------------------------------------- clipping
@@ -282,7 +283,7 @@ def _cross2(a: jax.Array, b: jax.Array) -> jax.Array:
     return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
 
 
-def _edges(f: _Feature) -> tuple[jax.Array, jax.Array]:
+def _edges(f: Feature) -> tuple[jax.Array, jax.Array]:
     """(index of each vertex's successor, whether vertex i starts a real edge)."""
     i = jnp.arange(len(f.verts))
     nxt = jnp.where(i + 1 < f.count, i + 1, 0)
@@ -290,7 +291,7 @@ def _edges(f: _Feature) -> tuple[jax.Array, jax.Array]:
     return nxt, real
 
 
-def _inside(q: jax.Array, poly: jax.Array, f: _Feature) -> jax.Array:
+def _inside(q: jax.Array, poly: jax.Array, f: Feature) -> jax.Array:
     """[m] whether 2-D points q [m, 2] lie in the feature's polygon poly [k, 2] (a face)."""
     nxt, real = _edges(f)
     edge = poly[nxt] - poly
@@ -299,7 +300,7 @@ def _inside(q: jax.Array, poly: jax.Array, f: _Feature) -> jax.Array:
     return (f.count >= 3) & (jnp.abs(area) > _AREA_TOL) & jnp.all(~real | (side >= -1e-9), -1)
 
 
-def _depth_to(face: _Feature, points: jax.Array, n: jax.Array) -> jax.Array:
+def _depth_to(face: Feature, points: jax.Array, n: jax.Array) -> jax.Array:
     """[m] distance along n from points to the plane of a face (positive: the face is ahead)."""
     den = n @ face.normal
     return (face.verts[0] - points) @ face.normal / jnp.where(jnp.abs(den) > 1e-6, den, 1.0)
@@ -315,7 +316,7 @@ class _Clip(NamedTuple):
     s: jax.Array  # [k1, k2] a crossing's parameter along f1's edge
     t: jax.Array  # [k1, k2] and along f2's
 
-    def position(self, f1: _Feature, f2: _Feature, n: jax.Array, i: jax.Array) -> jax.Array:
+    def position(self, f1: Feature, f2: Feature, n: jax.Array, i: jax.Array) -> jax.Array:
         """World position of candidate i, midway between the surfaces."""
         k1, k2 = len(f1.verts), len(f2.verts)
         nxt1, nxt2 = _edges(f1)[0], _edges(f2)[0]
@@ -328,7 +329,7 @@ class _Clip(NamedTuple):
         return jnp.where(i < k1, own1, jnp.where(i < k1 + k2, own2, 0.5 * (a + b)))
 
 
-def _clip(f1: _Feature, f2: _Feature, n: jax.Array, frame: jax.Array) -> _Clip:
+def _clip(f1: Feature, f2: Feature, n: jax.Array, frame: jax.Array) -> _Clip:
     """The candidate contacts of two features (positions are made for the kept ones only)."""
     basis = frame[1:].T  # [3, 2] the contact plane
     q1, q2 = f1.verts @ basis, f2.verts @ basis
@@ -379,13 +380,13 @@ def _select(dist: jax.Array, plane: jax.Array, eligible: jax.Array) -> tuple[jax
     )
     i4 = jnp.argmax(jnp.where(eligible, added, -1.0))
     used1 = jnp.any(eligible)
-    used2 = used1 & (spread[i2] > _AREA_TOL)
-    used3 = used2 & (area[i3] > _AREA_TOL)
-    used4 = used3 & (added[i4] > _AREA_TOL)
+    used2 = used1 & (spread[i2] > _AREA_TOL)  # rounding (float32, fused products) of areas
+    used3 = used2 & (area[i3] > jnp.maximum(_AREA_TOL, _FLAT * spread[i2]))  # grows with size
+    used4 = used3 & (added[i4] > jnp.maximum(_AREA_TOL, _FLAT * area[i3]))
     return jnp.stack([i1, i2, i3, i4]), jnp.stack([used1, used2, used3, used4])
 
 
-def _witness(f1: _Feature, f2: _Feature, dist: jax.Array, n: jax.Array) -> jax.Array:
+def _witness(f1: Feature, f2: Feature, dist: jax.Array, n: jax.Array) -> jax.Array:
     """Position of the single contact at the separating axis: midway from the point feature
     (or, between two edges, their closest points)."""
     s, t = _segment_segment(f1.verts[0], f1.verts[1], f2.verts[0], f2.verts[1])
@@ -411,15 +412,31 @@ def collide_cylinder(
     """A cylinder (geom1) against a box or cylinder of type ``kind2``: 4 slots, as MuJoCo 4.0's
     convex collider reports them (the module's docstring)."""
     sd, n = separating_axis(kind2, pos1, mat1, size1, pos2, mat2, size2)
-    frame = make_frame(n)
     f1 = _cylinder_feature(pos1, mat1, size1, n)
     feature2 = _box_feature if kind2 == GEOM_BOX else _cylinder_feature
-    f2 = feature2(pos2, mat2, size2, -n)
-    clip = _clip(f1, f2, n, frame)
+    return touching_contacts(f1, feature2(pos2, mat2, size2, -n), sd, n, margin)
+
+
+def touching_contacts(
+    f1: Feature,
+    f2: Feature,
+    sd: jax.Array,
+    n: jax.Array,
+    margin: jax.Array | float,
+) -> Contact:
+    """The 4 slots of two touching features (f1 along n, f2 along -n) at the separating axis's
+    distance sd and normal n: the clip's points within the margin, or one at the witness.
+    Two or more clipped points take the touching face's normal (geom2's where both touch
+    with a face) and their depths along it; one alone, like a witness, takes sd and n: as
+    MuJoCo 4.0 reports them."""
+    clip_n = jnp.where(f2.count >= 3, -f2.normal, jnp.where(f1.count >= 3, f1.normal, n))
+    clip = _clip(f1, f2, clip_n, make_frame(clip_n))
     idx, used = _select(clip.dist, clip.plane, clip.valid & (clip.dist <= margin))
-    clipped = jnp.any(used) & ((f1.count != 2) | (f2.count != 2))  # two edges: their witness
+    clipped = used[1] & ((f1.count != 2) | (f2.count != 2))  # two edges: their witness
     one = jnp.arange(CONVEX_CONTACTS) == 0
     dist = jnp.where(clipped, jnp.where(used, clip.dist[idx], FAR), jnp.where(one, sd, FAR))
-    kept = jax.vmap(lambda i: clip.position(f1, f2, n, i))(idx)
-    pos = jnp.where(clipped, kept, _witness(f1, f2, sd, n))
+    kept = jax.vmap(lambda i: clip.position(f1, f2, clip_n, i))(idx)
+    single = jnp.where(used[0], clip.position(f1, f2, n, idx[0]), _witness(f1, f2, sd, n))
+    pos = jnp.where(clipped, kept, single)
+    frame = make_frame(jnp.where(clipped, clip_n, n))
     return Contact(dist, pos, jnp.broadcast_to(frame, (CONVEX_CONTACTS, 3, 3)))
