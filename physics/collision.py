@@ -44,10 +44,14 @@ box-box            8      approximation: corners of each box against the other b
                           SDF, the 8 deepest kept; edge-edge crossings are missed
 cylinder-cylinder  4      exact depth and normal (separating axes), points by clipping
 cylinder-box       4      the touching faces as MuJoCo 4.0 does: :mod:`physics.convex`
+box-mesh           4      the same for convex polytopes (exact separating axes):
+mesh-mesh          4      :mod:`physics.polytope`
+capsule-mesh       4      the segment's deepest point in the hull (golden section): exact
+                          while the segment is outside the hull; lying along a face, its
+                          surface line clipped to the face (2 points, as MuJoCo 4.0)
 =================  =====  =========================================================
-An ellipsoid against anything but a plane, and a mesh against capsules, boxes, cylinders,
-ellipsoids or other meshes, have no function here: MuJoCo's GJK/EPA for general convex
-shapes is not built.
+An ellipsoid against anything but a plane, and a mesh against cylinders or ellipsoids, have
+no function here: MuJoCo's GJK/EPA for general smooth convex shapes is not built.
 
 Conventions follow MuJoCo's ``mjContact``: ``dist`` is signed (negative = penetration),
 ``pos`` is midway between the two surfaces, ``frame`` rows are (normal, tangent1, tangent2)
@@ -99,6 +103,9 @@ _NUM_CONTACTS = {
     (GEOM_BOX, GEOM_BOX): 8,
     (GEOM_CYLINDER, GEOM_CYLINDER): 4,
     (GEOM_CYLINDER, GEOM_BOX): 4,
+    (GEOM_CAPSULE, GEOM_MESH): 4,
+    (GEOM_BOX, GEOM_MESH): 4,
+    (GEOM_MESH, GEOM_MESH): 4,
 }
 
 
@@ -666,13 +673,14 @@ def collide(
     size2: jax.Array,
     margin: jax.Array | float = 0.0,
     hull2: Hull | None = None,
+    hull1: Hull | None = None,
 ) -> Contact:
     """Contacts of two geoms of STATIC types (MuJoCo mjtGeom ints, type1 <= type2).
 
     Returns :func:`num_contacts` slots; ``margin`` only selects plane-box corners and the
     points a cylinder-box or cylinder-cylinder clip keeps (the caller still masks every slot
-    with ``dist < margin``); ``hull2`` is geom2's convex hull (a
-    :class:`physics.mesh.Hull` row) when it is a mesh.
+    with ``dist < margin``); ``hull2`` and ``hull1`` are the geoms' convex hulls (a
+    :class:`physics.mesh.Hull` row each) where they are meshes.
     """
     key = (type1, type2)
     if key == (GEOM_PLANE, GEOM_SPHERE):
@@ -685,12 +693,18 @@ def collide(
         return collide_plane_box(pos1, mat1, pos2, mat2, size2, margin)
     if key == (GEOM_PLANE, GEOM_ELLIPSOID):
         return collide_plane_ellipsoid(pos1, mat1, pos2, mat2, size2)
-    if type2 == GEOM_MESH and hull2 is None:
-        raise ValueError("a mesh geom needs its convex hull (hull2)")
+    if (type2 == GEOM_MESH and hull2 is None) or (type1 == GEOM_MESH and hull1 is None):
+        raise ValueError("a mesh geom needs its convex hull (hull1, hull2)")
     if key == (GEOM_PLANE, GEOM_MESH):
         return collide_plane_mesh(pos1, mat1, pos2, mat2, hull2)
     if key == (GEOM_SPHERE, GEOM_MESH):
         return collide_sphere_mesh(pos1, size1, pos2, mat2, hull2)
+    if key in ((GEOM_CAPSULE, GEOM_MESH), (GEOM_BOX, GEOM_MESH), (GEOM_MESH, GEOM_MESH)):
+        from physics import polytope  # built on this module's helpers
+
+        if type1 == GEOM_CAPSULE:
+            return polytope.collide_capsule_mesh(pos1, mat1, size1, pos2, mat2, hull2, margin)
+        return polytope.collide_mesh(type1, pos1, mat1, size1, hull1, pos2, mat2, hull2, margin)
 
     if key == (GEOM_SPHERE, GEOM_SPHERE):
         return collide_sphere_sphere(pos1, size1, pos2, size2)

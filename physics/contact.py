@@ -38,6 +38,7 @@ import numpy as np
 from physics import collision as col
 from physics import constraints as con
 from physics import dynamics, equality, kinematics, math, tendon
+from physics.mesh import Hull
 from physics.system import GEOM_MESH, JNT_BALL, JNT_HINGE, JNT_SLIDE, System, Topology
 
 # Fixed Newton steps per substep (System.newton_steps), the default of load_mjcf. Warm-started
@@ -403,18 +404,23 @@ def _pair_params(sys: System, lay: _Layout) -> tuple:
     return friction, margin, solref, solreffriction, solimp
 
 
+def _hulls(sys: System, geom_type: int, geoms: np.ndarray) -> Hull | None:
+    """The convex hull rows of mesh geoms (None for other types)."""
+    if geom_type != GEOM_MESH:
+        return None
+    rows = np.asarray(sys.geom_hull)[geoms]
+    return jax.tree.map(lambda table: table[rows], sys.mesh_hull)
+
+
 def _collide_all(
     sys: System, kin: kinematics.Kinematics, lay: _Layout, margin: jax.Array
 ) -> col.Contact:
     parts = []
     for t1, t2, g1, g2, idx in lay.groups:
-        hull = None
-        if t2 == GEOM_MESH:
-            rows = np.asarray(sys.geom_hull)[g2]
-            hull = jax.tree.map(lambda table, rows=rows: table[rows], sys.mesh_hull)
+        hull1, hull2 = _hulls(sys, t1, g1), _hulls(sys, t2, g2)
         fn = jax.vmap(
-            lambda p1, m1, s1, p2, m2, s2, mg, h, t1=t1, t2=t2: col.collide(
-                t1, t2, p1, m1, s1, p2, m2, s2, mg, h
+            lambda p1, m1, s1, p2, m2, s2, mg, h2, h1, t1=t1, t2=t2: col.collide(
+                t1, t2, p1, m1, s1, p2, m2, s2, mg, h2, h1
             )
         )
         c = fn(
@@ -425,7 +431,8 @@ def _collide_all(
             kin.geom_xmat[g2],
             sys.geom_size[g2],
             margin[idx],
-            hull,
+            hull2,
+            hull1,
         )
         parts.append(jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), c))
     return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)

@@ -4,8 +4,9 @@ collides.
 MuJoCo recentres every mesh at its centre of mass and turns it to its principal axes; a mesh
 geom's frame is that frame (its ``pos``/``quat`` composed with the mesh's). Its ``size`` is the
 largest |coordinate| of a vertex along each principal axis and its bounding radius the norm of
-that size. Collisions use the convex hull of the vertices, whose faces (coplanar triangles
-merged, MuJoCo's mesh polygons) give a plane contact its other points (:class:`Hull`).
+that size. Collisions use the convex hull of the vertices (:class:`Hull`): its faces
+(coplanar triangles merged, MuJoCo's mesh polygons) give a plane contact its other points, and
+with its edges they are the separating axes of :mod:`physics.polytope`.
 
 Mass properties (``inertia`` attribute of ``<mesh>``): ``legacy`` (MuJoCo's default) and
 ``exact`` integrate the closed triangle mesh, ``convex`` its convex hull, ``shell`` its surface
@@ -30,8 +31,8 @@ class MeshError(ValueError):
 
 
 class Hull(NamedTuple):
-    """A convex hull as the plane-mesh and sphere-mesh collisions read it (numpy per mesh;
-    stacked and padded jax arrays in System.mesh_hull, one row per colliding mesh)."""
+    """A convex hull as the mesh collisions read it (numpy per mesh; stacked and padded jax
+    arrays in System.mesh_hull, one row per colliding mesh)."""
 
     vertices: np.ndarray  # [h, 3] in the mesh's principal frame
     vert_polys: np.ndarray  # [h, m] faces around each vertex, -1 padded
@@ -41,6 +42,8 @@ class Hull(NamedTuple):
     # keeps (the most area with it; -1 where the face has fewer)
     poly_pick: np.ndarray
     triangles: np.ndarray  # [t, 3] the hull's triangles (padding: vertex 0 three times)
+    edges: np.ndarray  # [e, 2] the faces' edges, each once (-1 padded)
+    edge_polys: np.ndarray  # [e, 2] the two faces that meet at each edge (-1 padded)
 
 
 class Mesh(NamedTuple):
@@ -280,7 +283,31 @@ def _hull_data(hull: ConvexHull, rot: np.ndarray, com: np.ndarray) -> Hull:
     for v, polys in enumerate(around):
         vert_polys[v, : len(polys)] = polys
     triangles = np.vectorize(local.get)(hull.simplices)
-    return Hull(vertices, vert_polys, normals @ rot, poly_vert, poly_pick, triangles)
+    edges, edge_polys = _edge_table(cycles)
+    return Hull(
+        vertices, vert_polys, normals @ rot, poly_vert, poly_pick, triangles, edges, edge_polys
+    )
+
+
+def _edge_table(cycles: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Each edge of the face cycles once, with the two faces meeting there. An edge that only
+    one face has (a vertex lying on a neighbour's side) is left out."""
+    faces: dict[tuple[int, int], list[int]] = {}
+    for p, cycle in enumerate(cycles):
+        for u, v in zip(cycle, cycle[1:] + cycle[:1], strict=True):
+            faces.setdefault((min(u, v), max(u, v)), []).append(p)
+    shared = [(e, f) for e, f in faces.items() if len(f) == 2]
+    return (
+        np.array([e for e, _ in shared], np.int64).reshape(-1, 2),
+        np.array([f for _, f in shared], np.int64).reshape(-1, 2),
+    )
+
+
+def box_hull() -> Hull:
+    """The hull of the box with corners (+-1, +-1, +-1): scaled by a box's half-sizes it is
+    that box, so boxes and meshes collide by one code."""
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    return _hull_data(ConvexHull(corners), np.eye(3), np.zeros(3))
 
 
 def hull_tables(hulls: list[Hull]) -> Hull:
@@ -295,6 +322,8 @@ def hull_tables(hulls: list[Hull]) -> Hull:
             np.zeros((0, 1, 1), np.int32),
             np.zeros((0, 1, 1, 3), np.int32),
             np.zeros((0, 1, 3), np.int32),
+            np.zeros((0, 1, 2), np.int32),
+            np.zeros((0, 1, 2), np.int32),
         )
     shapes = [np.max([getattr(h, f).shape for h in hulls], axis=0) for f in Hull._fields]
     out = []

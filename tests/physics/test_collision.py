@@ -305,10 +305,10 @@ def test_jit_vmap_shapes_static():
     corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
     box = jax.tree.map(jnp.asarray, mesh.process(0.1 * corners, None).hull)
     for (t1, t2), n in col._NUM_CONTACTS.items():
-        hull = box if t2 == GEOM_MESH else None
+        h1, h2 = (box if t == GEOM_MESH else None for t in (t1, t2))
         fn = jax.vmap(
-            lambda p, r, s, t1=t1, t2=t2, h=hull: col.collide(
-                t1, t2, p, r, s, p + 0.05, r, s, hull2=h
+            lambda p, r, s, t1=t1, t2=t2, h1=h1, h2=h2: col.collide(
+                t1, t2, p, r, s, p + 0.05, r, s, hull2=h2, hull1=h1
             )
         )
         out = jax.eval_shape(fn, pos, mat, size)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from mujoco_parity import drive_alongside
 from scipy.spatial import ConvexHull
+from shapes import floats, prism, rock
 
 import physics
 from physics import dynamics, mesh
@@ -31,18 +32,6 @@ def _l_prism() -> tuple[np.ndarray, np.ndarray]:
     return vertices, np.array(faces)
 
 
-def _rock(seed: int = 1) -> np.ndarray:
-    """Points whose convex hull has triangular faces only."""
-    return np.random.default_rng(seed).normal(size=(20, 3)) * [0.1, 0.07, 0.05]
-
-
-def _prism(n: int) -> np.ndarray:
-    """An irregular convex n-gon prism: two n-gon faces (MuJoCo's mesh polygons)."""
-    rng = np.random.default_rng(n)
-    t = (np.arange(n) + rng.uniform(-0.2, 0.2, n)) * 2 * np.pi / n + 0.1
-    return np.array([[0.1 * np.cos(a), 0.07 * np.sin(a), z] for z in (-0.05, 0.05) for a in t])
-
-
 def _write(path, vertices: np.ndarray, faces: np.ndarray, fmt: str) -> None:
     if fmt == "stl":  # binary
         tri = vertices[faces].astype("<f4")
@@ -51,7 +40,7 @@ def _write(path, vertices: np.ndarray, faces: np.ndarray, fmt: str) -> None:
             for t in tri:
                 f.write(np.zeros(3, "<f4").tobytes() + t.tobytes() + b"\0\0")
     elif fmt == "obj":  # 1-based, the first face by a negative (relative) index
-        lines = ["v " + _floats(v) for v in vertices]
+        lines = ["v " + floats(v) for v in vertices]
         lines += ["f " + " ".join(str(i + 1) for i in f) for f in faces]
         lines[len(vertices)] = "f " + " ".join(str(i - len(vertices)) for i in faces[0])
         path.write_text("\n".join(lines))
@@ -59,10 +48,6 @@ def _write(path, vertices: np.ndarray, faces: np.ndarray, fmt: str) -> None:
         header = struct.pack("<4i", len(vertices), 0, 0, len(faces))
         body = vertices.astype("<f4").tobytes() + faces.astype("<i4").tobytes()
         path.write_bytes(header + body)
-
-
-def _floats(x: np.ndarray) -> str:
-    return " ".join(repr(float(v)) for v in np.ravel(x))
 
 
 @pytest.mark.parametrize("inertia", ["legacy", "exact", "convex", "shell"])
@@ -106,7 +91,7 @@ def test_primitives_fitted_to_a_mesh_are_mujocos(fitaabb):
         for i, t in enumerate(["sphere", "capsule", "cylinder", "ellipsoid", "box"])
     )
     xml = f"""<mujoco><compiler fitaabb="{fitaabb}"/>
-      <asset><mesh name="m" vertex="{_floats(_rock() + [0.01, 0.02, -0.03])}"/></asset>
+      <asset><mesh name="m" vertex="{floats(rock() + [0.01, 0.02, -0.03])}"/></asset>
       <worldbody>{geoms}</worldbody></mujoco>"""
     m = mujoco.MjModel.from_xml_string(xml)
     d = mujoco.MjData(m)
@@ -139,9 +124,9 @@ def _contacts(sys: physics.System, q: np.ndarray) -> np.ndarray:
 def test_plane_mesh_contacts_match_mujoco(shape):
     """The deepest hull vertex and up to three more of the hull face that faces the plane most
     directly, polygons of any size pruned as MuJoCo prunes them."""
-    points = {"rock": _rock(), "triangle": _prism(3), "quad": _prism(4)}.get(shape)
-    points = _prism({"hexagon": 6, "20-gon": 20}[shape]) if points is None else points
-    xml = f"""<mujoco><asset><mesh name="m" vertex="{_floats(points)}"/></asset>
+    points = {"rock": rock(), "triangle": prism(3), "quad": prism(4)}.get(shape)
+    points = prism({"hexagon": 6, "20-gon": 20}[shape]) if points is None else points
+    xml = f"""<mujoco><asset><mesh name="m" vertex="{floats(points)}"/></asset>
       <worldbody><geom type="plane" size="1 1 .1"/>
         <body><freejoint/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>"""
     m = mujoco.MjModel.from_xml_string(xml)
@@ -170,7 +155,7 @@ def test_sphere_mesh_contacts_match_mujoco():
     """Outside the hull: its closest point; centre inside: the face of least penetration.
     MuJoCo's EPA places the point to about 1e-4 when the centre is inside; depth and normal
     agree to float32."""
-    xml = f"""<mujoco><asset><mesh name="m" vertex="{_floats(_rock())}"/></asset><worldbody>
+    xml = f"""<mujoco><asset><mesh name="m" vertex="{floats(rock())}"/></asset><worldbody>
       <body><freejoint/><geom type="sphere" size=".03"/></body>
       <body euler="10 20 30"><geom type="mesh" mesh="m"/></body></worldbody></mujoco>"""
     m = mujoco.MjModel.from_xml_string(xml)
@@ -192,7 +177,7 @@ def test_sphere_mesh_contacts_match_mujoco():
 
 
 def test_ball_rolls_off_a_mesh_like_mujoco():
-    xml = f"""<mujoco><asset><mesh name="rock" vertex="{_floats(_rock())}"/></asset>
+    xml = f"""<mujoco><asset><mesh name="rock" vertex="{floats(rock())}"/></asset>
       <worldbody><geom type="plane" size="2 2 .1"/>
         <geom type="mesh" mesh="rock" pos="0 0 .05" euler="10 20 30"/>
         <body pos=".01 .02 .25"><freejoint/><geom type="sphere" size=".04"/></body>
@@ -207,7 +192,7 @@ def test_ball_rolls_off_a_mesh_like_mujoco():
 
 
 def test_mesh_body_tumbles_bounces_and_settles_like_mujoco():
-    xml = f"""<mujoco><asset><mesh name="rock" vertex="{_floats(_rock())}"/></asset>
+    xml = f"""<mujoco><asset><mesh name="rock" vertex="{floats(rock())}"/></asset>
       <worldbody><geom type="plane" size="2 2 .1"/>
         <body pos="0 0 .4" euler="10 20 30"><freejoint/>
           <geom type="mesh" mesh="rock" pos=".02 0 0" euler="0 0 20"/>
@@ -227,8 +212,8 @@ def test_mesh_body_tumbles_bounces_and_settles_like_mujoco():
 def test_gradient_through_mesh_contacts_is_finite():
     """A prism sliding on the floor and a ball rolling on a fixed rock (plane-mesh and
     sphere-mesh contacts)."""
-    xml = f"""<mujoco><asset><mesh name="m" vertex="{_floats(_prism(6))}"/>
-        <mesh name="rock" vertex="{_floats(_rock())}"/></asset>
+    xml = f"""<mujoco><asset><mesh name="m" vertex="{floats(prism(6))}"/>
+        <mesh name="rock" vertex="{floats(rock())}"/></asset>
       <worldbody><geom type="plane" size="2 2 .1"/>
         <geom type="mesh" mesh="rock" pos="1 0 .05" contype="2" conaffinity="2"/>
         <body pos="0 0 .06"><freejoint/><geom type="mesh" mesh="m"/></body>
@@ -259,7 +244,7 @@ def test_hull_of_a_box_has_six_square_faces_and_prunes_nothing():
     assert len(ConvexHull(corners).vertices) == len(m.hull.vertices) == 8
 
 
-ROCK = f'<mesh name="m" vertex="{_floats(_rock())}"'
+ROCK = f'<mesh name="m" vertex="{floats(rock())}"'
 
 
 @pytest.mark.parametrize(
@@ -285,7 +270,7 @@ def test_mesh_errors_name_the_problem(asset, geom, message):
 def test_mesh_errors_for_misoriented_exact_meshes():
     vertices, faces = _l_prism()
     faces[0] = faces[0][::-1]
-    exact = f"""<mujoco><asset><mesh name="m" vertex="{_floats(vertices)}" face="{
+    exact = f"""<mujoco><asset><mesh name="m" vertex="{floats(vertices)}" face="{
         " ".join(map(str, faces.ravel()))
     }" inertia="exact"/></asset>
       <worldbody><body><freejoint/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>"""
@@ -300,7 +285,7 @@ def test_a_menagerie_style_arm_with_visual_and_collision_meshes_tracks_mujoco(tm
     (tmp_path / "assets").mkdir()
     vertices, faces = _l_prism()
     _write(tmp_path / "assets" / "link.stl", vertices * 1000, faces, "stl")
-    finger = ConvexHull(_prism(6) * 0.5)
+    finger = ConvexHull(prism(6) * 0.5)
     _write(tmp_path / "assets" / "finger.obj", finger.points, finger.simplices, "obj")
     xml = """<mujoco model="arm">
       <compiler angle="radian" meshdir="assets" autolimits="true"/>
@@ -365,7 +350,7 @@ def test_a_menagerie_style_arm_with_visual_and_collision_meshes_tracks_mujoco(tm
 def test_maxhullvert_matters_only_where_a_mesh_collides():
     """MuJoCo cuts a colliding mesh's hull to maxhullvert vertices (qhull stopped early), which
     this engine does not reproduce: a visual mesh loads silently, a colliding one warns."""
-    mesh_asset = f'<asset><mesh name="m" vertex="{_floats(_rock())}" maxhullvert="6"/></asset>'
+    mesh_asset = f'<asset><mesh name="m" vertex="{floats(rock())}" maxhullvert="6"/></asset>'
     visual = f"""<mujoco>{mesh_asset}<worldbody><geom type="plane" size="1 1 .1"/><body>
       <freejoint/><geom type="mesh" mesh="m" contype="0" conaffinity="0"/></body>
       </worldbody></mujoco>"""
