@@ -423,15 +423,23 @@ def touching_contacts(
     sd: jax.Array,
     n: jax.Array,
     margin: jax.Array | float,
+    repeat_single: jax.Array | bool = False,
 ) -> Contact:
     """The 4 slots of two touching features (f1 along n, f2 along -n) at the separating axis's
     distance sd and normal n: the clip's points within the margin, or one at the witness.
     Two or more clipped points take the touching face's normal (geom2's where both touch
     with a face) and their depths along it; one alone, like a witness, takes sd and n: as
-    MuJoCo 4.0 reports them."""
+    MuJoCo 4.0 reports them. ``repeat_single``: an edge on a face clipped to one point gives
+    it twice (MuJoCo's report where the edge came from an edge pair)."""
     clip_n = jnp.where(f2.count >= 3, -f2.normal, jnp.where(f1.count >= 3, f1.normal, n))
     clip = _clip(f1, f2, clip_n, make_frame(clip_n))
     idx, used = _select(clip.dist, clip.plane, clip.valid & (clip.dist <= margin))
+    # MuJoCo 4.0 reports an edge clipped on a face to one point twice where it found the edge
+    # from an edge pair (repeat_single): two coincident contacts, which its solver sees as two
+    edge_on_face = (jnp.minimum(f1.count, f2.count) == 2) & (jnp.maximum(f1.count, f2.count) > 2)
+    twice = repeat_single & edge_on_face & used[0] & ~used[1] & (jnp.sum(clip.valid) >= 2)
+    used = used.at[1].set(used[1] | twice)
+    idx = idx.at[1].set(jnp.where(twice, idx[0], idx[1]))
     clipped = used[1] & ((f1.count != 2) | (f2.count != 2))  # two edges: their witness
     one = jnp.arange(CONVEX_CONTACTS) == 0
     dist = jnp.where(clipped, jnp.where(used, clip.dist[idx], FAR), jnp.where(one, sd, FAR))

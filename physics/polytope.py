@@ -11,9 +11,13 @@ branch-free operations:
    face of the Minkowski difference), which makes their separation a dot product. Apart, the
    largest separation is a lower bound of the distance (exact where a face or an edge pair
    is closest, smaller where two corners are): contacts within a margin start no later.
-2. **Touching features** along the normal, as for the cylinder: the face around the hull's
-   support vertex that faces the normal most directly if within MuJoCo's ~5.7 degrees, else
-   the edge there most perpendicular to it within the same tolerance, else the vertex.
+2. **Touching features.** Along a face normal, as for the cylinder: the face around the
+   hull's support vertex that faces the normal most directly if within MuJoCo's ~5.7
+   degrees, else the edge there most perpendicular to it within the same tolerance, else the
+   vertex. Along an edge pair's axis, as MuJoCo matches the features around its EPA witness:
+   a face at each edge facing the other within that tolerance, else one edge lying along a
+   face at the other (then that face, not the axis, decides; clipped to one point, the point
+   is reported twice, as MuJoCo does), else the two edges.
 3. **Clipping** the two features in the contact plane, up to 4 points kept
    (:func:`physics.convex.touching_contacts`).
 
@@ -105,25 +109,40 @@ def _edge_separations(a: Polytope, b: Polytope) -> tuple[jax.Array, jax.Array]:
     return jnp.where(ok, sep, -jnp.inf).ravel(), axis.reshape(-1, 3)
 
 
-def separating_axis(a: Polytope, b: Polytope) -> tuple[jax.Array, jax.Array]:
-    """(signed distance, unit normal a -> b) of two convex polytopes."""
+def separating_axis(a: Polytope, b: Polytope) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(signed distance, unit normal a -> b, index of the axis) of two convex polytopes; the
+    index counts a's faces, then b's, then edge pairs (a's edge major)."""
     edge_sep, edge_axis = _edge_separations(a, b)
     sep = jnp.concatenate([_face_separations(a, b), _face_separations(b, a), edge_sep])
     axes = jnp.concatenate([a.normals, -b.normals, edge_axis])
     k = jnp.argmax(sep)
-    return sep[k], axes[k]
+    return sep[k], axes[k], k
+
+
+def _face_feature(p: Polytope, face: jax.Array, length: int) -> Feature:
+    """Face ``face`` of p as a feature of ``length`` vertices."""
+    ring = p.face_vert[face]
+    verts = _padded(p.verts[jnp.where(ring >= 0, ring, ring[0])], length)
+    return Feature(verts, jnp.sum(ring >= 0), p.normals[face])
+
+
+def _edge_feature(p: Polytope, u: jax.Array, v: jax.Array, length: int) -> Feature:
+    """The edge from vertex u to v of p (an edge's normal is never read: a face's stands in)."""
+    verts = _padded(jnp.stack([p.verts[u], p.verts[v]]), length)
+    return Feature(verts, jnp.asarray(2), p.normals[0])
+
+
+def _length(p: Polytope) -> int:
+    return max(p.face_vert.shape[1], 2)
 
 
 def _feature(p: Polytope, d: jax.Array) -> Feature:
     """What p touches with along the unit direction d: a face, an edge or its support vertex
     (a convex.Feature padded to the hull's face size)."""
-    length = max(p.face_vert.shape[1], 2)
     s = jnp.argmax(p.verts @ d)
     around = p.vert_faces[s]
     cos = jnp.where(around >= 0, p.normals[jnp.maximum(around, 0)] @ d, -2.0)
-    face = around[jnp.argmax(cos)]
-    ring = p.face_vert[face]
-    face_verts = p.verts[jnp.where(ring >= 0, ring, ring[0])]
+    face = _face_feature(p, around[jnp.argmax(cos)], _length(p))
     at = (p.edges[:, 0] == s) | (p.edges[:, 1] == s)
     other = jnp.maximum(jnp.where(p.edges[:, 0] == s, p.edges[:, 1], p.edges[:, 0]), 0)
     along = p.verts[other] - p.verts[s]
@@ -131,17 +150,50 @@ def _feature(p: Polytope, d: jax.Array) -> Feature:
     j = jnp.argmin(sin)
     is_face = jnp.max(cos) >= _FACE_COS
     is_edge = ~is_face & (sin[j] < _FACE_SIN)
-    edge = _padded(jnp.stack([p.verts[s], p.verts[other[j]]]), length)
-    point = _padded(p.verts[s][None], length)
-    verts = jnp.where(is_face, _padded(face_verts, length), jnp.where(is_edge, edge, point))
-    count = jnp.where(is_face, jnp.sum(ring >= 0), jnp.where(is_edge, 2, 1))
-    return Feature(verts, count, p.normals[face])
+    edge = _edge_feature(p, s, other[j], _length(p))
+    point = Feature(_padded(p.verts[s][None], _length(p)), jnp.asarray(1), face.normal)
+    return jax.tree.map(
+        lambda f, e, v: jnp.where(is_face, f, jnp.where(is_edge, e, v)), face, edge, point
+    )
+
+
+def _edge_pair_features(a: Polytope, b: Polytope, i: jax.Array, j: jax.Array) -> tuple:
+    """Features where edge i of a and edge j of b give the normal (MuJoCo's EPA ends on the
+    two edges): a face of each at the edges facing each other within ~5.7 degrees, else one
+    edge lying along a face at the other within that tolerance (that face's normal then, not
+    the axis, decides), else the two edges."""
+    fa, fb = a.edge_faces[i], b.edge_faces[j]
+    ea, eb = a.edges[i], b.edges[j]
+    na, nb = a.normals[jnp.maximum(fa, 0)], b.normals[jnp.maximum(fb, 0)]  # [2, 3] each
+    facing = na @ nb.T  # [2, 2]
+    k = jnp.argmin(facing)
+    ka, kb = k // 2, k % 2
+    dir_a, dir_b = a.verts[ea[1]] - a.verts[ea[0]], b.verts[eb[1]] - b.verts[eb[0]]
+    sin_a = jnp.abs(nb @ dir_a) / _safe_norm(dir_a)  # edge of a along b's faces
+    sin_b = jnp.abs(na @ dir_b) / _safe_norm(dir_b)
+    la, lb = _length(a), _length(b)
+    edge_a, edge_b = _edge_feature(a, ea[0], ea[1], la), _edge_feature(b, eb[0], eb[1], lb)
+    face_face = facing[ka, kb] <= -_FACE_COS
+    a_on_b = ~face_face & (jnp.min(sin_a) < _FACE_SIN)
+    b_on_a = ~face_face & ~a_on_b & (jnp.min(sin_b) < _FACE_SIN)
+    face_a = _face_feature(a, jnp.where(face_face, fa[ka], fa[jnp.argmin(sin_b)]), la)
+    face_b = _face_feature(b, jnp.where(face_face, fb[kb], fb[jnp.argmin(sin_a)]), lb)
+    pick = lambda use, x, y: jax.tree.map(lambda u, w: jnp.where(use, u, w), x, y)  # noqa: E731
+    return pick(face_face | b_on_a, face_a, edge_a), pick(face_face | a_on_b, face_b, edge_b)
 
 
 def collide_polytopes(a: Polytope, b: Polytope, margin: jax.Array | float = 0.0) -> Contact:
     """4 slots of two convex polytopes, as MuJoCo 4.0 reports them (the module's docstring)."""
-    sd, n = separating_axis(a, b)
-    return touching_contacts(_feature(a, n), _feature(b, -n), sd, n, margin)
+    sd, n, k = separating_axis(a, b)
+    f1, f2 = _feature(a, n), _feature(b, -n)
+    faces = a.normals.shape[0] + b.normals.shape[0]
+    i, j = jnp.divmod(jnp.maximum(k - faces, 0), b.edges.shape[0])
+    g1, g2 = _edge_pair_features(a, b, i, j)
+    edge_pair = k >= faces
+    f1, f2 = (
+        jax.tree.map(lambda x, y: jnp.where(edge_pair, x, y), g, f) for g, f in ((g1, f1), (g2, f2))
+    )
+    return touching_contacts(f1, f2, sd, n, margin, edge_pair)
 
 
 def collide_capsule_mesh(

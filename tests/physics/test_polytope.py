@@ -79,7 +79,7 @@ def test_depth_is_the_minimum_translation(pair):
     axis = jax.jit(polytope.separating_axis)
     for d in _touching_poses(m, 25, rng, deepest=-0.05):
         a, b = _polytopes(m, d, sys)
-        sd, n = map(np.asarray, axis(a, b))
+        sd, n, _ = map(np.asarray, axis(a, b))
         va, vb = np.asarray(a.verts, float), np.asarray(b.verts, float)
         sampled = np.max((vb @ dirs.T).min(0) - (va @ dirs.T).max(0))
         assert sd >= sampled - 1e-5, (sd, sampled)
@@ -87,12 +87,10 @@ def test_depth_is_the_minimum_translation(pair):
 
 
 def _same_contacts(ours: col.Contact, d: mujoco.MjData, atol: float = 1e-4) -> bool:
-    """Whether our live slots are MuJoCo's contacts (a point it repeats counted once): count,
-    distances, the first normal and every point."""
+    """Whether our live slots are MuJoCo's contacts: count, distances, the first normal and
+    every point."""
     live = ours.dist < 0
-    found = d.contact[: d.ncon]
-    _, first = np.unique(np.round(found.pos, 9), axis=0, return_index=True)
-    theirs = [found[int(i)] for i in np.sort(first)]  # (fancy indexing it crashes MuJoCo 4.0)
+    theirs = [d.contact[i] for i in range(d.ncon)]
     return bool(
         live.sum() == len(theirs)
         and np.allclose(np.sort(ours.dist[live]), np.sort([c.dist for c in theirs]), atol=atol)
@@ -103,13 +101,11 @@ def _same_contacts(ours: col.Contact, d: mujoco.MjData, atol: float = 1e-4) -> b
 
 @pytest.mark.parametrize("pair", ["box-cube", "box-rock", "rock-prism", "cube-cube"])
 def test_shallow_contacts_like_mujoco(pair):
-    """Touching within 3 mm, as real contacts are: MuJoCo's count (its repeated points counted
-    once), distances, normal and points on at least 80% of random poses (84-100% seen). The
-    rest are mostly an edge tilted within ~5.7 degrees of a face that is not within 5.7
-    degrees of the contact normal: MuJoCo pairs the two (its features come from the faces
-    around its EPA witness, matched to each other) and reports the deepest point twice with
-    that face's normal; here the features are matched to the normal, which gives one point
-    with the same depth and the separating axis's normal."""
+    """Touching within 3 mm, as real contacts are: MuJoCo's count, distances, normal and points
+    on at least 85% of random poses (85-97% seen, rock on rock the lowest). That includes an
+    edge lying along a face at the other edge of an edge-pair minimum, clipped to one point,
+    which MuJoCo reports twice. The rest: MuJoCo reports one point where we report it twice,
+    or its EPA ends on other features."""
     pairs = {**PAIRS, "box-cube": (BOX, _mesh("cube")), "cube-cube": (_mesh("cube"),) * 2}
     m, sys = _model(*pairs[pair])
     collide = jax.jit(lambda a, b: polytope.collide_polytopes(a, b))
@@ -117,7 +113,7 @@ def test_shallow_contacts_like_mujoco(pair):
     for d in _touching_poses(m, total, rng, deepest=-0.003):
         ours = jax.tree.map(np.asarray, collide(*_polytopes(m, d, sys)))
         agree += _same_contacts(ours, d)
-    assert agree >= 0.8 * total, agree
+    assert agree >= 0.85 * total, agree
 
 
 def test_faces_edges_and_corners_on_a_box_like_mujoco():
@@ -217,8 +213,9 @@ def test_capsule_depth_is_the_minimum_translation():
 
 
 def test_capsule_contacts_like_mujoco():
-    """Shallow random poses: MuJoCo's contacts on at least 80% (90-98% seen; the rest as in
-    test_shallow_contacts_like_mujoco). Lying on a face: its two ends, as MuJoCo."""
+    """Shallow random poses: MuJoCo's contacts on at least 80% (90-98% seen; the rest mostly
+    an edge of the mesh on the capsule, where MuJoCo's normal and depth are not the minimum
+    translation). Lying on a face: its two ends, as MuJoCo."""
     m, sys = _model(CAPSULE, _mesh("cube"))
     collide = jax.jit(lambda q: contact._collide_all(
         sys, kinematics.forward_kinematics(sys, q), contact._layout(sys),
