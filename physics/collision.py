@@ -40,8 +40,8 @@ capsule-cylinder   1      the deepest point of the segment in the cylinder SDF
                           collider gives the same distance and normal), an approximation
                           once it is inside. A segment (nearly) parallel to a cap gets
                           two points from MuJoCo 4.0 (clipped to the cap), one here
-box-box            8      approximation: corners of each box against the other box's
-                          SDF, the 8 deepest kept; edge-edge crossings are missed
+box-box            8      exact depth (separating axes); every distinct point of the
+                          touching features' clip, as MuJoCo's box-box: :mod:`physics.polytope`
 cylinder-cylinder  4      exact depth and normal (separating axes), points by clipping
 cylinder-box       4      the touching faces as MuJoCo 4.0 does: :mod:`physics.convex`
 box-mesh           4      the same for convex polytopes (exact separating axes):
@@ -629,39 +629,6 @@ def collide_capsule_cylinder(
     return _stack(dist[None], pos[None], n[None])
 
 
-def collide_box_box(
-    pos1: jax.Array,
-    mat1: jax.Array,
-    size1: jax.Array,
-    pos2: jax.Array,
-    mat2: jax.Array,
-    size2: jax.Array,
-) -> Contact:
-    """Box against box (approximation): 8 deepest of the 16 corner-vs-other-box-SDF tests.
-
-    A corner of box2 inside box1 gives the normal of box1's face (box1 -> box2); a corner of
-    box1 inside box2 gives minus box2's face normal. Face-face and vertex-face contacts match
-    MuJoCo's; edge-edge crossings without a corner inside are not detected.
-    """
-    bits = jnp.arange(8)
-    signs = jnp.stack([(bits >> k) & 1 for k in range(3)], axis=-1) * 2.0 - 1.0
-    corners1 = pos1 + (signs * size1) @ mat1.T
-    corners2 = pos2 + (signs * size2) @ mat2.T
-
-    def corner_vs(c: jax.Array, pos: jax.Array, mat: jax.Array, half: jax.Array) -> tuple:
-        sdf, n_local = _box_sdf(mat.T @ (c - pos), half)
-        n = mat @ n_local
-        return sdf, c - n * (0.5 * sdf), n
-
-    d2, p2, n2 = jax.vmap(corner_vs, (0, None, None, None))(corners2, pos1, mat1, size1)
-    d1, p1, n1 = jax.vmap(corner_vs, (0, None, None, None))(corners1, pos2, mat2, size2)
-    dist = jnp.concatenate([d2, d1])
-    pos = jnp.concatenate([p2, p1])
-    normal = jnp.concatenate([n2, -n1])
-    _, idx = jax.lax.top_k(-dist, 8)
-    return _stack(dist[idx], pos[idx], normal[idx])
-
-
 def collide(
     type1: int,
     type2: int,
@@ -721,7 +688,9 @@ def collide(
     if key == (GEOM_CAPSULE, GEOM_BOX):
         return collide_capsule_box(pos1, mat1, size1, pos2, mat2, size2)
     if key == (GEOM_BOX, GEOM_BOX):
-        return collide_box_box(pos1, mat1, size1, pos2, mat2, size2)
+        from physics import polytope
+
+        return polytope.collide_boxes(pos1, mat1, size1, pos2, mat2, size2, margin)
     if key in ((GEOM_CYLINDER, GEOM_CYLINDER), (GEOM_CYLINDER, GEOM_BOX)):
         from physics import convex  # built on this module's helpers
 

@@ -386,6 +386,19 @@ def _select(dist: jax.Array, plane: jax.Array, eligible: jax.Array) -> tuple[jax
     return jnp.stack([i1, i2, i3, i4]), jnp.stack([used1, used2, used3, used4])
 
 
+def _distinct(
+    dist: jax.Array, plane: jax.Array, eligible: jax.Array, slots: int
+) -> tuple[jax.Array, jax.Array]:
+    """Indices [slots] of the distinct eligible points (used slots first) and whether each slot
+    is used; a point within 1e-5 of an earlier one in the contact plane is the same point."""
+    x, y = plane[:, 0], plane[:, 1]  # apart: a trailing axis of 2 vectorises badly on CPUs
+    near = (x[:, None] - x[None]) ** 2 + (y[:, None] - y[None]) ** 2 < _AREA_TOL
+    earlier = np.tril(np.ones(near.shape, bool), -1)
+    keep = eligible & ~jnp.any(near & earlier & eligible[None], axis=1)
+    (idx,) = jnp.nonzero(keep, size=slots, fill_value=0)
+    return idx, jnp.arange(slots) < jnp.sum(keep)
+
+
 def _witness(f1: Feature, f2: Feature, dist: jax.Array, n: jax.Array) -> jax.Array:
     """Position of the single contact at the separating axis: midway from the point feature
     (or, between two edges, their closest points)."""
@@ -424,16 +437,21 @@ def touching_contacts(
     n: jax.Array,
     margin: jax.Array | float,
     repeat_single: jax.Array | bool = False,
+    slots: int = CONVEX_CONTACTS,
 ) -> Contact:
     """The 4 slots of two touching features (f1 along n, f2 along -n) at the separating axis's
     distance sd and normal n: the clip's points within the margin, or one at the witness.
     Two or more clipped points take the touching face's normal (geom2's where both touch
     with a face) and their depths along it; one alone, like a witness, takes sd and n: as
     MuJoCo 4.0 reports them. ``repeat_single``: an edge on a face clipped to one point gives
-    it twice (MuJoCo's report where the edge came from an edge pair)."""
+    it twice (MuJoCo's report where the edge came from an edge pair). ``slots`` above 4: every
+    distinct point of the clip (MuJoCo's box-box, up to 8), deepest first, instead of 4 of
+    them."""
     clip_n = jnp.where(f2.count >= 3, -f2.normal, jnp.where(f1.count >= 3, f1.normal, n))
     clip = _clip(f1, f2, clip_n, make_frame(clip_n))
-    idx, used = _select(clip.dist, clip.plane, clip.valid & (clip.dist <= margin))
+    eligible = clip.valid & (clip.dist <= margin)
+    pick = _select if slots == CONVEX_CONTACTS else lambda *a: _distinct(*a, slots)
+    idx, used = pick(clip.dist, clip.plane, eligible)
     # MuJoCo 4.0 reports an edge clipped on a face to one point twice where it found the edge
     # from an edge pair (repeat_single): two coincident contacts, which its solver sees as two
     edge_on_face = (jnp.minimum(f1.count, f2.count) == 2) & (jnp.maximum(f1.count, f2.count) > 2)
@@ -441,10 +459,10 @@ def touching_contacts(
     used = used.at[1].set(used[1] | twice)
     idx = idx.at[1].set(jnp.where(twice, idx[0], idx[1]))
     clipped = used[1] & ((f1.count != 2) | (f2.count != 2))  # two edges: their witness
-    one = jnp.arange(CONVEX_CONTACTS) == 0
+    one = jnp.arange(slots) == 0
     dist = jnp.where(clipped, jnp.where(used, clip.dist[idx], FAR), jnp.where(one, sd, FAR))
     kept = jax.vmap(lambda i: clip.position(f1, f2, clip_n, i))(idx)
     single = jnp.where(used[0], clip.position(f1, f2, n, idx[0]), _witness(f1, f2, sd, n))
     pos = jnp.where(clipped, kept, single)
     frame = make_frame(jnp.where(clipped, clip_n, n))
-    return Contact(dist, pos, jnp.broadcast_to(frame, (CONVEX_CONTACTS, 3, 3)))
+    return Contact(dist, pos, jnp.broadcast_to(frame, (slots, 3, 3)))

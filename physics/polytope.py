@@ -1,4 +1,4 @@
-"""Box-mesh, mesh-mesh and capsule-mesh contacts, as MuJoCo 4.0's convex collider reports them.
+"""Box-box, box-mesh, mesh-mesh and capsule-mesh contacts, as MuJoCo 4.0 reports them.
 
 A mesh collides as its convex hull (:class:`physics.mesh.Hull`) and a box as the hull of its
 corners, so both are convex polytopes here. Like :mod:`physics.convex`, in a fixed number of
@@ -22,7 +22,9 @@ branch-free operations:
    (:func:`physics.convex.touching_contacts`).
 
 A capsule against a mesh takes its depth from the hull's signed distance along its segment
-and its features from its surface (:func:`collide_capsule_mesh`).
+and its features from its surface (:func:`collide_capsule_mesh`). Two boxes take the classic
+15 axes and keep every distinct point of the clip, up to 8, as MuJoCo's box-box does
+(:func:`collide_boxes`).
 
 Normals point from geom1 to geom2 (a box before a mesh, as MuJoCo orders types). The cost
 grows with the hulls: every face against every vertex of the other, every edge against every
@@ -35,13 +37,22 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from physics.collision import Contact, _capsule_ends, _golden_min, _hull_sdf, _safe_norm
-from physics.convex import _FACE_COS, _FACE_SIN, Feature, _padded, touching_contacts
+from physics.convex import (
+    _FACE_COS,
+    _FACE_SIN,
+    CONVEX_CONTACTS,
+    Feature,
+    _padded,
+    touching_contacts,
+)
 from physics.mesh import Hull, box_hull
 from physics.system import GEOM_BOX
 
 _BOX = box_hull()
+_BOX_EDGE_AXIS = np.argmax(np.abs(np.diff(_BOX.vertices[_BOX.edges], axis=1)[:, 0]), axis=1)
 _PARALLEL = 1e-6  # |sin| between two edges below which their cross product is no axis
 
 
@@ -84,8 +95,9 @@ def _face_separations(a: Polytope, b: Polytope) -> jax.Array:
 
 
 def _edge_separations(a: Polytope, b: Polytope) -> tuple[jax.Array, jax.Array]:
-    """([ea * eb] separations, [ea * eb, 3] axes a -> b) of the edge pairs that form a face of
-    the Minkowski difference (-inf for the others)."""
+    """([ea * eb] separations, [3, ea * eb] axes a -> b) of the edge pairs that form a face of
+    the Minkowski difference (-inf for the others). Per component: [ea, eb, 3] arrays, with a
+    trailing axis of 3, vectorise badly on CPUs."""
     start_a, start_b = (
         a.verts[jnp.maximum(a.edges[:, 0], 0)],
         b.verts[jnp.maximum(b.edges[:, 0], 0)],
@@ -98,15 +110,17 @@ def _edge_separations(a: Polytope, b: Polytope) -> tuple[jax.Array, jax.Array]:
     c, d = arc_a @ m1.T, arc_a @ m2.T  # [ea, eb]: b's arc ends either side of a's great circle
     e, f = (n1 @ arc_b.T), (n2 @ arc_b.T)  # and a's ends either side of b's
     crossing = (c * d < 0) & (e * f < 0) & (c * f > 0)
-    axis = jnp.cross(dir_a[:, None], dir_b[None])
-    length = _safe_norm(axis)
+    (ax, ay, az), (bx, by, bz) = dir_a.T[:, :, None], dir_b.T[:, None, :]
+    axis = (ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx)  # dir_a x dir_b
+    length = jnp.sqrt(axis[0] ** 2 + axis[1] ** 2 + axis[2] ** 2)
     real = (a.edges[:, :1] >= 0) & (b.edges[None, :, 0] >= 0)
     ok = crossing & real & (length > _PARALLEL * _safe_norm(dir_a)[:, None] * _safe_norm(dir_b))
-    axis = axis / jnp.where(ok, length, 1.0)[..., None]
-    outward = jnp.sum(axis * (start_a - a.centre)[:, None], -1) >= 0
-    axis = jnp.where(outward[..., None], axis, -axis)
-    sep = jnp.sum(axis * (start_b[None] - start_a[:, None]), -1)
-    return jnp.where(ok, sep, -jnp.inf).ravel(), axis.reshape(-1, 3)
+    rel = (start_a - a.centre).T[:, :, None]  # outward from a decides the sign
+    gap = start_b.T[:, None, :] - start_a.T[:, :, None]
+    outward = sum(axis[i] * rel[i] for i in range(3)) >= 0
+    scale = jnp.where(outward, 1.0, -1.0) / jnp.where(ok, length, 1.0)
+    sep = sum(axis[i] * gap[i] for i in range(3)) * scale
+    return jnp.where(ok, sep, -jnp.inf).ravel(), jnp.stack([(x * scale).ravel() for x in axis])
 
 
 def separating_axis(a: Polytope, b: Polytope) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -114,9 +128,9 @@ def separating_axis(a: Polytope, b: Polytope) -> tuple[jax.Array, jax.Array, jax
     index counts a's faces, then b's, then edge pairs (a's edge major)."""
     edge_sep, edge_axis = _edge_separations(a, b)
     sep = jnp.concatenate([_face_separations(a, b), _face_separations(b, a), edge_sep])
-    axes = jnp.concatenate([a.normals, -b.normals, edge_axis])
     k = jnp.argmax(sep)
-    return sep[k], axes[k], k
+    axes = jnp.concatenate([a.normals.T, -b.normals.T, edge_axis], axis=1)  # [3, axes]
+    return sep[k], axes[:, k], k
 
 
 def _face_feature(p: Polytope, face: jax.Array, length: int) -> Feature:
@@ -182,18 +196,37 @@ def _edge_pair_features(a: Polytope, b: Polytope, i: jax.Array, j: jax.Array) ->
     return pick(face_face | b_on_a, face_a, edge_a), pick(face_face | a_on_b, face_b, edge_b)
 
 
+def _contacts(
+    a: Polytope,
+    b: Polytope,
+    sd: jax.Array,
+    n: jax.Array,
+    edges: jax.Array | None,
+    margin: jax.Array | float,
+    slots: int,
+) -> Contact:
+    """The contacts at the separating axis (sd, n); ``edges``: (i, j) where the axis is the
+    cross product of edge i of a and edge j of b, else None."""
+    f1, f2 = _feature(a, n), _feature(b, -n)
+    if edges is not None:
+        g1, g2 = _edge_pair_features(a, b, edges[0], edges[1])
+        edge_pair = edges[0] >= 0
+        f1, f2 = (
+            jax.tree.map(lambda x, y: jnp.where(edge_pair, x, y), g, f)
+            for g, f in ((g1, f1), (g2, f2))
+        )
+        return touching_contacts(f1, f2, sd, n, margin, edge_pair, slots)
+    return touching_contacts(f1, f2, sd, n, margin, False, slots)
+
+
 def collide_polytopes(a: Polytope, b: Polytope, margin: jax.Array | float = 0.0) -> Contact:
     """4 slots of two convex polytopes, as MuJoCo 4.0 reports them (the module's docstring)."""
     sd, n, k = separating_axis(a, b)
-    f1, f2 = _feature(a, n), _feature(b, -n)
     faces = a.normals.shape[0] + b.normals.shape[0]
-    i, j = jnp.divmod(jnp.maximum(k - faces, 0), b.edges.shape[0])
-    g1, g2 = _edge_pair_features(a, b, i, j)
+    i, j = jnp.divmod(k - faces, b.edges.shape[0])
     edge_pair = k >= faces
-    f1, f2 = (
-        jax.tree.map(lambda x, y: jnp.where(edge_pair, x, y), g, f) for g, f in ((g1, f1), (g2, f2))
-    )
-    return touching_contacts(f1, f2, sd, n, margin, edge_pair)
+    edges = jnp.where(edge_pair, i, -1), jnp.where(edge_pair, j, -1)
+    return _contacts(a, b, sd, n, edges, margin, CONVEX_CONTACTS)
 
 
 def collide_capsule_mesh(
@@ -225,6 +258,35 @@ def collide_capsule_mesh(
     point = _padded((a + t * axis + r * n)[None], 2)
     f1 = Feature(jnp.where(along, line, point), jnp.where(along, 2, 1), n)
     return touching_contacts(f1, f2, sdf - r, n, margin)
+
+
+def collide_boxes(
+    pos1: jax.Array,
+    mat1: jax.Array,
+    size1: jax.Array,
+    pos2: jax.Array,
+    mat2: jax.Array,
+    size2: jax.Array,
+    margin: jax.Array | float = 0.0,
+) -> Contact:
+    """Two boxes: 8 slots, every distinct point of the touching features' clip (MuJoCo's
+    box-box reports the whole overlap polygon: 8 points for two squares turned 45 degrees).
+    Boxes are centrally symmetric, so their separating axes are the classic 15: each box's 3
+    face axes and the 9 cross products of their edge directions."""
+    axes = jnp.concatenate([mat1.T, mat2.T, jnp.cross(mat1.T[:, None], mat2.T[None]).reshape(9, 3)])
+    length = _safe_norm(axes)
+    n = axes / jnp.maximum(length, 1e-12)[:, None]
+    n = jnp.where((n @ (pos2 - pos1) >= 0)[:, None], n, -n)  # box 1 -> box 2
+    gap = n @ (pos2 - pos1) - jnp.abs(n @ mat1) @ size1 - jnp.abs(n @ mat2) @ size2
+    k = jnp.argmax(jnp.where(length > _PARALLEL, gap, -jnp.inf))
+    a, b = Polytope.box(pos1, mat1, size1), Polytope.box(pos2, mat2, size2)
+    p, q = jnp.divmod(jnp.maximum(k - 6, 0), 3)  # the edge directions of an edge-pair axis
+    mid_a = (a.verts[a.edges[:, 0]] + a.verts[a.edges[:, 1]]) @ n[k]
+    mid_b = (b.verts[b.edges[:, 0]] + b.verts[b.edges[:, 1]]) @ n[k]
+    i = jnp.argmax(jnp.where(_BOX_EDGE_AXIS == p, mid_a, -jnp.inf))  # the supporting edges
+    j = jnp.argmin(jnp.where(_BOX_EDGE_AXIS == q, mid_b, jnp.inf))
+    edges = jnp.where(k >= 6, i, -1), jnp.where(k >= 6, j, -1)
+    return _contacts(a, b, gap[k], n[k], edges, margin, slots=8)
 
 
 def collide_mesh(

@@ -119,9 +119,8 @@ def test_approximate_pairs_deepest_contact(types):
     Capsule-box and capsule-cylinder: compared while the capsule axis stays outside the box
     or cylinder (penetration below the radius); once the axis enters it our SDF point is
     deeper than MuJoCo's, and MuJoCo may add a second point where we leave slot 2 unused.
-    Box-box misses edge-edge crossings, so only poses where MuJoCo's deepest point is a
-    corner inside the other box (our construction) are compared: box1 rests on box2's top
-    face with random yaw and tilt.
+    Box-box (exact now, tests/physics/test_polytope.py has its random poses) keeps its poses
+    of old: box1 rests on box2's top face with random yaw and tilt.
     """
     rng = np.random.default_rng(7)
     m = _model(*types, size2="0.5 0.5 0.15" if types[0] == col.GEOM_BOX else None)
