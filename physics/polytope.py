@@ -201,22 +201,16 @@ def _contacts(
     b: Polytope,
     sd: jax.Array,
     n: jax.Array,
-    edges: jax.Array | None,
+    edges: tuple[jax.Array, jax.Array],
     margin: jax.Array | float,
     slots: int,
 ) -> Contact:
     """The contacts at the separating axis (sd, n); ``edges``: (i, j) where the axis is the
-    cross product of edge i of a and edge j of b, else None."""
-    f1, f2 = _feature(a, n), _feature(b, -n)
-    if edges is not None:
-        g1, g2 = _edge_pair_features(a, b, edges[0], edges[1])
-        edge_pair = edges[0] >= 0
-        f1, f2 = (
-            jax.tree.map(lambda x, y: jnp.where(edge_pair, x, y), g, f)
-            for g, f in ((g1, f1), (g2, f2))
-        )
-        return touching_contacts(f1, f2, sd, n, margin, edge_pair, slots)
-    return touching_contacts(f1, f2, sd, n, margin, False, slots)
+    cross product of edge i of a and edge j of b, (-1, -1) where it is a face normal."""
+    edge_pair = edges[0] >= 0
+    pairs = zip(_edge_pair_features(a, b, *edges), (_feature(a, n), _feature(b, -n)), strict=True)
+    f1, f2 = (jax.tree.map(lambda x, y: jnp.where(edge_pair, x, y), g, f) for g, f in pairs)
+    return touching_contacts(f1, f2, sd, n, margin, edge_pair, slots)
 
 
 def collide_polytopes(a: Polytope, b: Polytope, margin: jax.Array | float = 0.0) -> Contact:
