@@ -12,9 +12,12 @@ def test_flags_are_added_once_and_keep_the_users_choice(monkeypatch):
     add_cpu_xla_flags(env)
     add_cpu_xla_flags(env)
     assert env["XLA_FLAGS"].split() == ["--xla_force_host_platform_device_count=4", *CPU_XLA_FLAGS]
-    mine = {"XLA_FLAGS": "--xla_cpu_enable_concurrency_optimized_scheduler=true"}
+    mine = {"XLA_FLAGS": "--xla_cpu_use_fusion_emitters=true"}
     add_cpu_xla_flags(mine)
-    assert mine["XLA_FLAGS"] == "--xla_cpu_enable_concurrency_optimized_scheduler=true"
+    assert mine["XLA_FLAGS"].split() == [
+        "--xla_cpu_use_fusion_emitters=true",
+        *(f for f in CPU_XLA_FLAGS if not f.startswith("--xla_cpu_use_fusion_emitters")),
+    ]
     monkeypatch.setenv("JAX_PLATFORMS", "cuda")
     untouched: dict[str, str] = {}
     add_cpu_xla_flags(untouched)
