@@ -174,7 +174,8 @@ def num_chunks(config: TrainConfig) -> int:
 
 
 # XLA options for programs that run once (the initial state): on XLA:CPU they halve its
-# compile time (no LLVM optimisation; the older fusion emitters, cheaper per fusion).
+# compile time (no LLVM optimisation; the older fusion emitters, cheaper per fusion, which
+# physics/xla_cpu.py also selects for every program unless XLA_FLAGS asks otherwise).
 RUN_ONCE_OPTIONS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 
 
