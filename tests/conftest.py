@@ -36,22 +36,11 @@ import jax  # noqa: E402
 
 import physics  # noqa: E402,F401  (its XLA:CPU flags must precede any computation)
 
-_MAPS = Path("/proc/self/maps")
-_MAX_MAP_COUNT = Path("/proc/sys/vm/max_map_count")
-
-
-def memory_mappings() -> int | None:
-    """This process's memory mappings, where Linux reports them."""
-    try:
-        with _MAPS.open() as maps:
-            return sum(1 for _ in maps)
-    except OSError:
-        return None
-
 
 def _mapping_budget() -> int | None:
+    """Half of Linux's vm.max_map_count; None where there is no such limit to read."""
     try:
-        return int(_MAX_MAP_COUNT.read_text()) // 2
+        return int(Path("/proc/sys/vm/max_map_count").read_text()) // 2
     except (OSError, ValueError):
         return None
 
@@ -64,6 +53,9 @@ def _bounded_compiled_programs() -> Iterator[None]:
     """Drops JAX's compiled programs after a test that leaves more than half of
     vm.max_map_count mapped (see the module docstring)."""
     yield
-    if _BUDGET is not None and (memory_mappings() or 0) > _BUDGET:
-        jax.clear_caches()
-        gc.collect()
+    if _BUDGET is None:
+        return
+    with open("/proc/self/maps") as maps:
+        if sum(1 for _ in maps) > _BUDGET:
+            jax.clear_caches()
+            gc.collect()
