@@ -305,10 +305,12 @@ def check_supported(sys: System) -> list[str]:
 
 
 @jax.jit
-def _mass_and_com_jacobians(sys: System) -> tuple[jax.Array, jax.Array]:
+def _at_qpos0(sys: System) -> tuple[kinematics.Kinematics, jax.Array, jax.Array]:
+    """Kinematics, mass matrix and centre-of-mass Jacobians at qpos0, as one program: run
+    eagerly, their few hundred operations were each compiled on their own (4-6 s per model)."""
     kin = kinematics.forward_kinematics(sys, sys.qpos0)
     m = dynamics.mass_matrix(sys, kin)
-    return m, kinematics.point_jacobian(sys, kin, kin.xipos, np.arange(sys.nbody))
+    return kin, m, kinematics.point_jacobian(sys, kin, kin.xipos, np.arange(sys.nbody))
 
 
 @math.full_precision
@@ -324,7 +326,8 @@ def invweights(sys: System) -> tuple[jax.Array, ...]:
     a hinge/slide alone; 1/mass for the slides of a simple body (armature left out, as MuJoCo).
     """
     topo = sys.topology
-    m, jac = (np.asarray(x, np.float64) for x in _mass_and_com_jacobians(sys))
+    kin0, m, jac = _at_qpos0(sys)
+    m, jac = np.asarray(m, np.float64), np.asarray(jac, np.float64)
     minv = np.linalg.inv(m) if topo.nv else m
     diag = np.einsum("bin,nm,bim->bi", jac, minv, jac)  # [nbody, 6]: angular, linear
     tran, rot = diag[:, 3:].mean(-1), diag[:, :3].mean(-1)
@@ -354,7 +357,6 @@ def invweights(sys: System) -> tuple[jax.Array, ...]:
         for size in {0: (3, 3), JNT_BALL: (3,)}.get(int(t), (1,)):
             dof[adr : adr + size] = dm[adr : adr + size].mean()
             adr += size
-    kin0 = kinematics.forward_kinematics(sys, sys.qpos0)
     eq = equality.invweight0(sys, kin0, body, dof, minv)
     ten = tendon.invweight0(sys, kin0, sys.constrained_tendons, minv)
     return tuple(jnp.asarray(x, jnp.float32) for x in (body, dof, eq, ten))

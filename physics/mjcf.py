@@ -1641,8 +1641,10 @@ class _Loader:
             solref_friction += [j["solref_friction"]] * nv
             solimp_friction += [j["solimp_friction"]] * nv
 
-        f32 = lambda x, shape=None: jnp.asarray(  # noqa: E731
-            np.asarray(x, np.float64).reshape(shape) if shape else x, jnp.float32
+        f32 = lambda x, shape=None: jnp.asarray(  # noqa: E731 (cast here: no XLA convert)
+            (np.asarray(x, np.float64).reshape(shape) if shape else np.asarray(x)).astype(
+                np.float32
+            )
         )
         nj, ng, nu = len(self.joints), len(self.geoms), len(self.actuators)
         jf = lambda k, shape: f32([j[k] for j in self.joints], (nj, *shape))  # noqa: E731

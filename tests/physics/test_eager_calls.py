@@ -1,0 +1,48 @@
+"""Called eagerly, physics' API runs one compiled program per function (not one per
+operation); inside the caller's jit it traces inline and gives the same result. Derivatives
+through it keep float32 products: test_precision.py."""
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import physics
+from tests.physics.gym_assets import gym_asset
+
+LOWERED = "/jax/core/compile/jaxpr_to_mlir_module_duration"  # one per program built
+
+
+def programs_built(fn: Callable[[], object]) -> int:
+    """How many programs JAX lowers while running ``fn`` (cache hits excluded)."""
+    events = []
+
+    def listener(event: str, duration: float, **_: object) -> None:
+        if event == LOWERED:
+            events.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        jax.block_until_ready(fn())
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    return len(events)
+
+
+def test_eager_calls_are_one_program_each_and_match_the_jitted_step():
+    sys = physics.load_mjcf(gym_asset("hopper"))
+    ctrl = jnp.full((sys.nu,), 0.3)
+    assert programs_built(lambda: physics.init(sys)) == 1
+    state = physics.init(sys)
+    assert programs_built(lambda: physics.step(sys, state, ctrl, n_substeps=3)) == 1
+    assert programs_built(lambda: physics.forward(sys, state, ctrl)) == 1
+    assert programs_built(lambda: physics.forward_kinematics(sys, state.q)) == 1
+    # a second model of the same structure reuses the programs (the System is an argument)
+    other = physics.load_mjcf(gym_asset("hopper"))
+    assert programs_built(lambda: physics.init(other)) == 0
+
+    eager = physics.step(sys, state, ctrl, n_substeps=3)
+    inline = jax.jit(lambda s: physics.step(sys, s, ctrl, n_substeps=3))(state)
+    np.testing.assert_allclose(eager.q, inline.q, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(eager.qd, inline.qd, rtol=1e-5, atol=1e-5)
