@@ -11,50 +11,29 @@ their float32 products keep their precision in derivatives too (a nested jit's d
 traced outside :func:`physics.math.full_precision`).
 """
 
-import functools
-from collections.abc import Callable
-from typing import TypeVar
-
-import jax
-
 import physics.xla_cpu  # noqa: F401  (sets XLA_FLAGS: before any computation)
 from physics import contact as _contact
 from physics import fluid as _fluid
 from physics import kinematics as _kinematics
 from physics import step as _step
 from physics.contact import ContactState, contact_geoms
-from physics.kinematics import Kinematics, point_jacobian
+from physics.kinematics import Kinematics, forward_kinematics, point_jacobian
+from physics.math import jit_when_eager
 from physics.mjcf import MJCFError, MJCFWarning, load_mjcf
 from physics.step import State
 from physics.system import System
 
-F = TypeVar("F", bound=Callable)
-
-
-def _jit_when_eager(fn: F, **jit_kwargs) -> F:  # noqa: ANN003
-    """``fn`` jitted where no argument is a tracer; ``fn`` itself inside a transformation."""
-    jitted = jax.jit(fn, **jit_kwargs)
-
-    @functools.wraps(fn)
-    def call(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((args, kwargs)))
-        return (fn if traced else jitted)(*args, **kwargs)
-
-    return call  # type: ignore[return-value]
-
-
-init = _jit_when_eager(_step.init)
-step = _jit_when_eager(_step.step, static_argnames="n_substeps")
-forward = _jit_when_eager(_step.forward)
-constraint_force = _jit_when_eager(_step.constraint_force)
-body_velocity = _jit_when_eager(_step.body_velocity)
-center_of_mass = _jit_when_eager(_step.center_of_mass)
-forward_kinematics = _jit_when_eager(_kinematics.forward_kinematics)
-site_frames = _jit_when_eager(_kinematics.site_frames)
-solve_constraints = _jit_when_eager(_contact.solve_constraints)
-contact_forces = _jit_when_eager(_contact.contact_forces)
-external_contact_forces = _jit_when_eager(_contact.external_contact_forces)
-fluid_force = _jit_when_eager(_fluid.fluid_force)
+init = jit_when_eager(_step.init)
+step = jit_when_eager(_step.step, static_argnames="n_substeps")
+forward = jit_when_eager(_step.forward)
+constraint_force = jit_when_eager(_step.constraint_force)
+body_velocity = jit_when_eager(_step.body_velocity)
+center_of_mass = jit_when_eager(_step.center_of_mass)
+site_frames = jit_when_eager(_kinematics.site_frames)
+solve_constraints = jit_when_eager(_contact.solve_constraints)
+contact_forces = jit_when_eager(_contact.contact_forces)
+external_contact_forces = jit_when_eager(_contact.external_contact_forces)
+fluid_force = jit_when_eager(_fluid.fluid_force)
 
 __all__ = [
     "ContactState",

@@ -62,12 +62,14 @@ vectors) use safe norms so values and gradients stay finite.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from physics import math
 from physics.mesh import Hull
 from physics.system import (
     GEOM_BOX,
@@ -629,6 +631,7 @@ def collide_capsule_cylinder(
     return _stack(dist[None], pos[None], n[None])
 
 
+@functools.partial(math.jit_when_eager, static_argnames=("type1", "type2"))
 def collide(
     type1: int,
     type2: int,

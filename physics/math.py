@@ -30,6 +30,25 @@ def full_precision(fn: F) -> F:
     return wrapped  # type: ignore[return-value]
 
 
+def jit_when_eager(fn: F, **jit_kwargs) -> F:  # noqa: ANN003
+    """``fn`` jitted (``jit_kwargs`` as for jax.jit) where no argument is a tracer, ``fn``
+    itself inside a transformation.
+
+    An eager call is then one compiled program, not hundreds of operations each compiled on
+    its own; inside the caller's jit, vmap or grad, ``fn`` traces inline as it would anyway
+    (and its derivatives keep :func:`full_precision`: a nested jit's derivative would be
+    traced outside it).
+    """
+    jitted = jax.jit(fn, **jit_kwargs)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((args, kwargs)))
+        return (fn if traced else jitted)(*args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
+
 def quat_mul(a: jax.Array, b: jax.Array) -> jax.Array:
     """Hamilton product a * b."""
     aw, ax, ay, az = jnp.moveaxis(a, -1, 0)

@@ -72,7 +72,8 @@ def invweight0(
 ) -> np.ndarray:
     """[n] J M^-1 J^T of each tendon at qpos0 (kinematics `kin0`, `minv` = M^-1 there):
     MuJoCo's tendon_invweight0, the diagonal approximation of its rows."""
-    _, jac = lengths_and_jacobian(sys, kin0, sys.qpos0, tendons)
+    # jitted (the paths are static): eagerly, each operation would compile on its own
+    jac = jax.jit(lambda s, k: lengths_and_jacobian(s, k, s.qpos0, tendons)[1])(sys, kin0)
     jac = np.asarray(jac, np.float64)
     return np.einsum("tn,nm,tm->t", jac, minv, jac)
 

@@ -12,7 +12,7 @@ import pytest
 from mujoco_parity import drive_alongside
 
 import physics
-from physics import dynamics, kinematics
+from physics import dynamics
 
 ACTUATORS_XML = """
 <mujoco>
@@ -69,7 +69,7 @@ def test_actuator_forces_and_trajectory_match_mujoco():
     d = mujoco.MjData(m)
     force = jax.jit(
         lambda sys, q, qd, u: dynamics.actuator_force(
-            sys, kinematics.forward_kinematics(sys, q), q, qd, u
+            sys, physics.forward_kinematics(sys, q), q, qd, u
         )
     )
     rng = np.random.default_rng(0)
@@ -154,7 +154,7 @@ def test_tendon_springs_and_dampers_match_mujoco():
     np.testing.assert_allclose(sys.tendon_lengthspring, m.tendon_lengthspring, atol=1e-6)
     d = mujoco.MjData(m)
     passive = jax.jit(
-        lambda sys, q, qd: dynamics.passive_force(sys, kinematics.forward_kinematics(sys, q), q, qd)
+        lambda sys, q, qd: dynamics.passive_force(sys, physics.forward_kinematics(sys, q), q, qd)
     )
     rng = np.random.default_rng(0)
     for _ in range(5):
@@ -330,9 +330,7 @@ def test_site_actuators_match_mujoco():
     sys, m = physics.load_mjcf(SITES_XML), mujoco.MjModel.from_xml_string(SITES_XML)
     d = mujoco.MjData(m)
     force = jax.jit(
-        lambda q, qd, u: dynamics.actuator_force(
-            sys, kinematics.forward_kinematics(sys, q), q, qd, u
-        )
+        lambda q, qd, u: dynamics.actuator_force(sys, physics.forward_kinematics(sys, q), q, qd, u)
     )
     rng = np.random.default_rng(0)
     for _ in range(5):

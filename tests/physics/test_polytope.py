@@ -12,7 +12,7 @@ from shapes import floats, prism, rock
 
 import physics
 from physics import collision as col
-from physics import contact, kinematics, polytope
+from physics import contact, polytope
 
 CUBE = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1)])
 MESHES = {"cube": CUBE, "slab": CUBE * [5, 5, 0.5], "rock": rock(), "prism": prism(6)}
@@ -38,7 +38,7 @@ def _model(g1: str, g2: str) -> tuple[mujoco.MjModel, physics.System]:
 def _polytopes(m: mujoco.MjModel, d: mujoco.MjData, sys: physics.System) -> tuple:
     """Both geoms as world-frame polytopes at MuJoCo's qpos, geom1 (lower type) first. Frames
     from our kinematics: a mesh geom's frame is its principal frame, MuJoCo 4.0's need not be."""
-    kin = kinematics.forward_kinematics(sys, jnp.asarray(d.qpos, jnp.float32))
+    kin = physics.forward_kinematics(sys, jnp.asarray(d.qpos, jnp.float32))
     out = []
     for g in np.argsort(m.geom_type, kind="stable"):
         pos, mat = kin.geom_xpos[g], kin.geom_xmat[g]
@@ -127,7 +127,7 @@ def test_box_box_like_mujoco():
     old corner test missed entirely), or its corners below the face when tilted."""
     m, sys = _model(*PAIRS["box-box"])
     collide = jax.jit(lambda q: contact._collide_all(
-        sys, kinematics.forward_kinematics(sys, q), contact._layout(sys),
+        sys, physics.forward_kinematics(sys, q), contact._layout(sys),
         jnp.zeros(1)))  # fmt: skip
     rng, agree, total = np.random.default_rng(0), 0, 60
     for d in _touching_poses(m, total, rng, deepest=-0.003):
@@ -148,7 +148,7 @@ def test_box_box_like_mujoco():
         m, sys = mujoco.MjModel.from_xml_string(xml), physics.load_mjcf(xml)
         d = mujoco.MjData(m)
         mujoco.mj_forward(m, d)
-        kin = kinematics.forward_kinematics(sys, jnp.asarray(d.qpos, jnp.float32))
+        kin = physics.forward_kinematics(sys, jnp.asarray(d.qpos, jnp.float32))
         ours = jax.tree.map(np.asarray, col.collide(
             6, 6, kin.geom_xpos[0], kin.geom_xmat[0], sys.geom_size[0], kin.geom_xpos[1],
             kin.geom_xmat[1], sys.geom_size[1]))  # fmt: skip
@@ -257,7 +257,7 @@ def test_capsule_depth_is_the_minimum_translation():
         kin.geom_xpos[0], kin.geom_xmat[0], sys.geom_size[0], kin.geom_xpos[1],
         kin.geom_xmat[1], hull))  # fmt: skip
     for d in _touching_poses(m, 25, rng, deepest=-0.02):
-        kin = kinematics.forward_kinematics(sys, jnp.asarray(d.qpos, jnp.float32))
+        kin = physics.forward_kinematics(sys, jnp.asarray(d.qpos, jnp.float32))
         found = jax.tree.map(np.asarray, collide(kin))
         k = np.argmin(found.dist)
         centre, axis = np.asarray(kin.geom_xpos[0], float), np.asarray(kin.geom_xmat[0])[:, 2]
@@ -281,7 +281,7 @@ def test_capsule_contacts_like_mujoco():
     translation). Lying on a face: its two ends, as MuJoCo."""
     m, sys = _model(CAPSULE, _mesh("cube"))
     collide = jax.jit(lambda q: contact._collide_all(
-        sys, kinematics.forward_kinematics(sys, q), contact._layout(sys),
+        sys, physics.forward_kinematics(sys, q), contact._layout(sys),
         jnp.zeros(1)))  # fmt: skip
     rng, agree, total = np.random.default_rng(0), 0, 60
     for d in _touching_poses(m, total, rng, deepest=-0.003):
@@ -317,7 +317,7 @@ def test_depth_gradient_matches_finite_differences(pair):
     g1 = {"box-rock": BOX, "capsule-rock": CAPSULE}[pair]
     m, sys = _model(g1, _mesh("rock"))
     d = next(_touching_poses(m, 1, np.random.default_rng(4), deepest=-0.003))
-    kin = kinematics.forward_kinematics(sys, jnp.asarray(d.qpos, jnp.float32))
+    kin = physics.forward_kinematics(sys, jnp.asarray(d.qpos, jnp.float32))
     hull = jax.tree.map(lambda t: t[sys.geom_hull[1]], sys.mesh_hull)
     type1 = int(m.geom_type[0])
 

@@ -117,7 +117,7 @@ def test_sites_match_mujoco():
     assert sys.nsite == m.nsite and sys.site_id("s4") == m.site("s4").id == 4
     d = mujoco.MjData(m)
     rng = np.random.default_rng(1)
-    frames = jax.jit(lambda q: kinematics.site_frames(sys, kinematics.forward_kinematics(sys, q)))
+    frames = jax.jit(lambda q: kinematics.site_frames(sys, physics.forward_kinematics(sys, q)))
     for _ in range(3):
         _random_state(m, rng, d)
         pos, mat = frames(d.qpos)
@@ -136,7 +136,7 @@ def test_spatial_tendon_lengths_jacobians_and_passive_forces_match_mujoco():
 
     @jax.jit
     def measured(q, qd):
-        kin = kinematics.forward_kinematics(sys, q)
+        kin = physics.forward_kinematics(sys, q)
         length, jac = tendon.lengths_and_jacobian(sys, kin, q, everything)
         return length, jac, physics.dynamics.passive_force(sys, kin, q, qd)
 
@@ -261,7 +261,7 @@ def test_actuators_and_equalities_on_spatial_tendons_match_mujoco():
 
     @jax.jit
     def actuated(q, qd, ctrl):
-        kin = kinematics.forward_kinematics(sys, q)
+        kin = physics.forward_kinematics(sys, q)
         return physics.dynamics.actuator_force(sys, kin, q, qd, ctrl)
 
     for _ in range(5):
