@@ -1641,7 +1641,8 @@ class _Loader:
             solref_friction += [j["solref_friction"]] * nv
             solimp_friction += [j["solimp_friction"]] * nv
 
-        f32 = lambda x, shape=None: jnp.asarray(  # noqa: E731 (cast here: no XLA convert)
+        # cast in numpy and device_put: jnp.asarray compiles a small program per shape
+        f32 = lambda x, shape=None: jax.device_put(  # noqa: E731
             (np.asarray(x, np.float64).reshape(shape) if shape else np.asarray(x)).astype(
                 np.float32
             )
