@@ -16,7 +16,7 @@ from physics.kinematics import Kinematics
 from physics.system import JNT_HINGE, JNT_SLIDE, System
 
 
-@math.jit_when_eager  # load-time callers (invweight0, dampratio, eq_data)
+@math.jit_when_eager  # load-time callers (dampratio, eq_data, spring lengths)
 @math.full_precision
 def mass_matrix(sys: System, kin: Kinematics) -> jax.Array:
     """Joint-space inertia M [nv, nv] including armature (MuJoCo's qM / mj_fullM).

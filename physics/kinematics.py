@@ -74,7 +74,7 @@ def _compose(pa: jax.Array, ra: jax.Array, pb: jax.Array, rb: jax.Array) -> tupl
     return pa + math.mat_vec(ra, pb), math.mat_mul(ra, rb)
 
 
-@math.jit_when_eager  # load-time callers (invweight0, dampratio, eq_data)
+@math.jit_when_eager  # load-time callers (dampratio, eq_data, spring lengths)
 @math.full_precision
 def forward_kinematics(sys: System, q: jax.Array) -> Kinematics:
     """Body and geom frames, motion subspaces and spatial inertias at configuration ``q``."""

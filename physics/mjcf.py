@@ -1913,13 +1913,9 @@ class _Loader:
         rest = [i for i, t in enumerate(self.spring_tendons) if t["lengthspring"] is None]
         if not rest:
             return spring
-
-        @jax.jit  # one program: eagerly, each operation would compile on its own
-        def lengths(s: S.System) -> jax.Array:
-            kin = kinematics.forward_kinematics(s, s.qpos_spring)
-            return tendon.lengths_and_jacobian(s, kin, s.qpos_spring, s.spring_tendons)[0]
-
-        return spring.at[np.asarray(rest)].set(lengths(sys)[np.asarray(rest), None])
+        kin = kinematics.forward_kinematics(sys, sys.qpos_spring)
+        length, _ = tendon.lengths_and_jacobian(sys, kin, sys.qpos_spring, sys.spring_tendons)
+        return spring.at[np.asarray(rest)].set(length[np.asarray(rest), None])
 
     def check_masses(self, topo: S.Topology, mass: np.ndarray) -> None:
         """A jointed body whose subtree has no mass would make the mass matrix singular."""

@@ -13,6 +13,8 @@ Springs, dampers, limits and friction loss act on these lengths the same way for
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -38,11 +40,13 @@ def transmission(
     return to_q, moment
 
 
+@functools.partial(math.jit_when_eager, static_argnames="tendons")  # load-time callers
 def lengths_and_jacobian(
     sys: System, kin: kinematics.Kinematics, q: jax.Array, tendons: tuple[TendonPath, ...]
 ) -> tuple[jax.Array, jax.Array]:
     """(length [n], J [n, nv]) of `tendons` at configuration `q` (its kinematics `kin`); J is
-    a numpy constant when every path is fixed (see `mat_vec`)."""
+    a numpy constant when every path is fixed (see `mat_vec`) and this is traced, an array
+    when it is called eagerly."""
     to_q, moment = transmission(sys, tuple(joints for joints, _ in tendons))
     length = math.static_matmul(to_q, q)
     segments = [(t, *seg) for t, (_, segs) in enumerate(tendons) for seg in segs]
@@ -72,8 +76,7 @@ def invweight0(
 ) -> np.ndarray:
     """[n] J M^-1 J^T of each tendon at qpos0 (kinematics `kin0`, `minv` = M^-1 there):
     MuJoCo's tendon_invweight0, the diagonal approximation of its rows."""
-    # jitted (the paths are static): eagerly, each operation would compile on its own
-    jac = jax.jit(lambda s, k: lengths_and_jacobian(s, k, s.qpos0, tendons)[1])(sys, kin0)
+    _, jac = lengths_and_jacobian(sys, kin0, sys.qpos0, tendons)
     jac = np.asarray(jac, np.float64)
     return np.einsum("tn,nm,tm->t", jac, minv, jac)
 
