@@ -318,6 +318,22 @@ class SolverResult(NamedTuple):
     efc_force: jax.Array  # [nc] row forces (>= 0; zero on masked rows)
 
 
+def _descent_direction(H: jax.Array, grad: jax.Array) -> jax.Array:
+    """The Newton direction -H^-1 grad, or the Jacobi one -grad / diag(H) where the Cholesky
+    of H fails.
+
+    H = M + J^T D J is positive definite, but float32 rounds its entries to about 1e-7 of the
+    largest, which can exceed its smallest eigenvalue. Deep contacts (J^T D J ~ 5e5) on a mass
+    matrix whose weakest direction is ~2e-3 (test_contacts_vs_mujoco's deep overlap) give an H
+    of condition ~3e8, past float32's 1 / eps = 8e6: whether its Cholesky succeeds then depends
+    on the compiler's rounding (it failed there when compiled at LLVM -O0, not at -O2), and a
+    failed one made every later state NaN. The line search makes any descent direction a step
+    downhill, and the next Newton steps (another active set) recover the quadratic rate.
+    """
+    newton = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), grad)
+    return jnp.where(jnp.all(jnp.isfinite(newton)), newton, -grad / jnp.diagonal(H))
+
+
 def impedance(pos: jax.Array, solimp: jax.Array) -> jax.Array:
     """Impedance d(r) in [MINIMP, MAXIMP], r = efc_pos - margin (any leading shape).
 
@@ -761,9 +777,7 @@ def solve(
         def newton(_: int, carry: tuple) -> tuple:
             qacc, jar, resid = carry
             grad = resid + rows_t(J, _neg_forces(jar, D, R, bounds, cone_rows))
-            step = -jax.scipy.linalg.cho_solve(
-                jax.scipy.linalg.cho_factor(hessian(M, J, D, R, bounds, cone_rows, jar)), grad
-            )
+            step = _descent_direction(hessian(M, J, D, R, bounds, cone_rows, jar), grad)
             jd, m_step = row_values(J, unit_rows, step), M @ step
             line = _Line.of(jar, jd, D, R, bounds, step @ resid, step @ m_step, cone_rows)
             alpha = search(line)

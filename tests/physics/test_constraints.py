@@ -170,6 +170,18 @@ def test_solver_gradients_finite():
     assert all(np.all(np.isfinite(x)) for x in g)
 
 
+def test_a_hessian_that_rounding_made_indefinite_still_gives_a_finite_solve():
+    """float32 rounding can leave H = M + J^T D J without a Cholesky factor (seen with deep
+    contacts on an ill-conditioned mass matrix, under another compiler's rounding): here M's
+    weak direction rounded to a negative eigenvalue. The Newton step falls back to a Jacobi
+    direction there, and the line search still lowers the cost, so the solve stays finite."""
+    M = jnp.asarray([[1.0, 1.0], [1.0, 1.0 - 2.0**-19]], jnp.float32)  # eigenvalue -1e-6
+    assert not np.isfinite(np.asarray(jax.scipy.linalg.cho_factor(M)[0])).all()
+    J = jnp.asarray([[1.0, 0.0]], jnp.float32)
+    res = solve(M, jnp.asarray([1.0, -1.0]), J, jnp.ones(1), jnp.ones(1), jnp.ones(1, bool))
+    assert all(np.isfinite(np.asarray(x)).all() for x in res), res
+
+
 def test_unit_rows_match_dense_rows():
     """Joint-limit rows given as unit rows (dof, sign) give the dense-row solution."""
     m, d, (dense, J, aref, R, mask, _), M = _sliding()
