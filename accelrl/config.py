@@ -6,6 +6,7 @@ key or a value of the wrong type fails before anything runs, with the key named.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -225,6 +226,13 @@ class TrainConfig:
     """Also save every this many chunks (0: by time only)."""
     keep_checkpoints: int = 3
     """Newest checkpoints kept on disk."""
+    target_return: float | None = None
+    """Stop early once the mean return of the latest `target_episodes` training episodes
+    reaches this (gymnasium's reward_threshold, e.g. 475 for CartPole-v1; SB3's
+    StopTrainingOnRewardThreshold), saving a checkpoint as at the end. None: the whole budget.
+    Checked at log points (fused: each chunk; bridge: each second)."""
+    target_episodes: int = 100
+    """Finished training episodes the target_return mean is over."""
     eval_episodes: int = 16
     """Deterministic-policy episodes evaluated at the end of training (0: none)."""
     distributed: bool = False
@@ -264,6 +272,11 @@ def validate(config: TrainConfig) -> None:
             f"algorithm {config.algorithm!r} is not one of {ALGORITHMS}",
         ),
         (config.env.num_envs > 0, "env.num_envs must be positive"),
+        (config.target_episodes >= 1, "target_episodes must be at least 1"),
+        (
+            config.target_return is None or math.isfinite(config.target_return),
+            f"target_return must be a finite number (or null), got {config.target_return}",
+        ),
         (config.env.action_repeat >= 1, "env.action_repeat must be at least 1"),
         (
             config.env.max_steps is None or config.env.max_steps >= 1,

@@ -16,6 +16,7 @@ import numpy as np
 
 from accelrl.checkpoint import Checkpointer
 from accelrl.config import TrainConfig, save_config
+from accelrl.early_stop import RecentReturns
 from accelrl.fused import ChunkMetrics, TrainState, make_fused_trainer, num_chunks
 from accelrl.logger import Progress, RunLogger
 
@@ -49,6 +50,7 @@ class TrainResult:
     compile_seconds: float
     train_seconds: float
     recent_return: float | None
+    target_reached: bool = False  # stopped early at config.target_return
 
 
 def _summaries(metrics: ChunkMetrics, elapsed: float, steps: int) -> dict[str, float]:
@@ -76,6 +78,8 @@ def train(
 
     `max_chunks` stops this call after that many chunks, `max_seconds` after the first chunk
     that ends that many seconds after the call (compile included); the run can be resumed later.
+    With `config.target_return` set, training stops at the first chunk where the mean return
+    of the latest `config.target_episodes` episodes reaches it (accelrl/early_stop.py).
     """
     called = time.perf_counter()
     run_dir = Path(run_dir)
@@ -124,7 +128,7 @@ def train(
         run_dir, purge_step=start_iteration * steps_per_iteration if resume else None
     )
     train_started = last_save = time.perf_counter()
-    recent_return = None
+    recent_return, recent = None, RecentReturns(config.target_episodes)
     try:
         for chunk in range(first_chunk, last_chunk):
             chunk_started = time.perf_counter()
@@ -137,13 +141,17 @@ def train(
             )
             logger.scalars(env_steps, values)
             recent_return = values.get("charts/episodic_return", recent_return)
+            recent.add(float(metrics.episode_return_sum), int(metrics.episodes))
+            reached = recent.reached(config.target_return)
             out_of_time = max_seconds is not None and time.perf_counter() - called >= max_seconds
-            is_last = chunk == last_chunk - 1 or out_of_time
+            is_last = chunk == last_chunk - 1 or out_of_time or reached
             if is_last or _checkpoint_due(config, chunk, time.perf_counter() - last_save):
                 checkpointer.save(int(state.iteration), state)
                 last_save = time.perf_counter()
             progress.line(_progress_text(env_steps, config, values, recent_return), force=is_last)
-            if out_of_time:
+            if reached:
+                progress.line(recent.describe(config.target_return), force=True)
+            if out_of_time or reached:
                 break
     finally:
         logger.close()
@@ -152,7 +160,14 @@ def train(
     env_steps = int(state.iteration) * steps_per_iteration
     sps = (env_steps - start_iteration * steps_per_iteration) / max(train_seconds, 1e-9)
     progress.line(f"done: {env_steps:,} env steps, {sps:,.0f} SPS after compile", force=True)
-    return TrainResult(state, env_steps, compile_seconds, train_seconds, recent_return)
+    return TrainResult(
+        state,
+        env_steps,
+        compile_seconds,
+        train_seconds,
+        recent_return,
+        recent.reached(config.target_return),
+    )
 
 
 def _checkpoint_due(config: TrainConfig, chunk: int, since_last_save: float) -> bool:

@@ -4,7 +4,8 @@ Algorithm-independent: the learner (`VTraceBridgeLearner` or `R2D2BridgeLearner`
 `rows_per_step` sequences per `step` and returns its new state, whose params are published to
 inference after each step. The policy lag of a batch is the learner's update count minus the
 version that acted each step. Logs once a second (TensorBoard + one progress line); checkpoints
-every `bridge.checkpoint_every_updates` updates and at the end.
+every `bridge.checkpoint_every_updates` updates and at the end, which comes early at a log point
+where the latest `target_episodes` episodes reach `target_return` (accelrl/early_stop.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from accelrl.early_stop import RecentReturns
 from accelrl.train import TrainingDiverged
 
 
@@ -33,17 +35,17 @@ def run_learner(server: Any) -> None:
 
     `server` is the BridgeServer: its queue (`sequences`), state, publishing, statistics and
     logging/checkpoint objects."""
-    learner = server.learner
+    learner, config = server.learner, server.config
     rows_needed = learner.rows_per_step
     held: list[dict[str, Any]] = []
     held_rows = 0
     state = server.state
     last_log = time.perf_counter()
     steps_at_log = server.builder.transitions
-    every = server.config.bridge.checkpoint_every_updates
+    every = config.bridge.checkpoint_every_updates
     saved_iteration = int(state.iteration)
     started = time.perf_counter()
-    recent_return = None
+    recent_return, recent, reached = None, RecentReturns(config.target_episodes), False
     while not learner.finished(state):
         while held_rows < rows_needed:
             try:
@@ -71,6 +73,10 @@ def run_learner(server: Any) -> None:
         last = learner.finished(state)
         if now - last_log >= 1.0 or last:
             episodes, server.builder.episodes = server.builder.episodes, []
+            for episode_return, _ in episodes:
+                recent.add(episode_return, 1)
+            reached = recent.reached(config.target_return)
+            last = last or reached
             received = server.builder.transitions
             values = {
                 "charts/SPS": (received - steps_at_log) / (now - last_log),
@@ -99,8 +105,12 @@ def run_learner(server: Any) -> None:
                 f"| wait {values['bridge/batch_fill_wait_ms_max']:.1f} ms",
                 force=last,
             )
+            if reached:
+                server.progress.line(recent.describe(config.target_return), force=True)
         due = last or iteration // every > saved_iteration // every
         if due and iteration != saved_iteration:
             server.checkpointer.save(iteration, state)
             saved_iteration = iteration
+        if reached:
+            break
     server.train_seconds = time.perf_counter() - started
