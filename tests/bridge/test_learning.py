@@ -2,8 +2,8 @@
 `accelrl eval` evaluates the run."""
 
 import json
+import re
 
-import numpy as np
 import pytest
 from bridge_helpers import read_scalars, run_cli
 
@@ -18,17 +18,23 @@ def test_cartpole_through_bridge_reaches_475(tmp_path):
         "cartpole_vtrace_bridge",
         "--run-dir",
         str(run),
-        # The preset as it is: 2 actors x 8 envs, 300k steps. At 200k, 10 of 10 runs two at a
-        # time reached a best 5-window mean of 483-500, but one of three full-suite runs in CI
-        # conditions stopped at 408 (asynchronous acting: the learning is not deterministic).
+        # The preset (2 actors x 8 envs, at most 300k steps), stopped once 25 consecutive
+        # episodes average 475: gymnasium's reward_threshold for CartPole-v1, over 25 episodes
+        # and not its 100 because this asynchronous learner's returns still dip now and then
+        # (a 300k-step run never held 475 over 100). Earlier, without the stop, 10 of 10 runs
+        # two at a time had reached a best 5-window mean of 483-500 by 200k steps.
         # tests/bridge/test_reliability.py and test_foreign_actor.py cover actors that keep
         # several messages in flight.
+        "target_return=475",
+        "target_episodes=25",
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    stop = re.search(r"target return 475 reached: mean ([\d.]+) over the latest (\d+)", out.stdout)
+    assert stop, out.stdout[-2000:]
+    assert float(stop.group(1)) >= 475 and int(stop.group(2)) == 25
+    # and TensorBoard's log windows (about 16 episodes each at that length) show it balancing
     returns = [value for _, value in read_scalars(run)["charts/episodic_return"]]
-    # mean over 5 consecutive log windows (about 25 episodes once it balances)
-    windows = np.convolve(returns, np.ones(5) / 5, mode="valid")
-    assert windows.max() >= 475, (returns, out.stdout[-2000:])
+    assert max(returns) >= 475, (returns, out.stdout[-2000:])
     assert "listening on 127.0.0.1:" in out.stdout
     assert (run / "checkpoints").exists()
     # each local actor started once: none died, and none was restarted after training ended
