@@ -14,7 +14,9 @@ from configs import load_preset
         ("cartpole_vtrace", ["total_env_steps=300000"], 475.0),
         ("cartpole_vtrace", ["env.name=gymnax:CartPole-v1", "total_env_steps=300000"], 475.0),
         ("catch_vtrace", ["total_env_steps=60000"], 0.9),
-        ("pendulum_vtrace", [], -250.0),
+        # stopped once 100 training episodes average -250 (measured: at 0.73M of its 1.5M
+        # steps, the deterministic policy then scoring -197)
+        ("pendulum_vtrace", ["target_return=-250"], -250.0),
     ],
 )
 def test_learns(tmp_path, preset, overrides, threshold):
