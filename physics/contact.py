@@ -37,9 +37,18 @@ import numpy as np
 
 from physics import collision as col
 from physics import constraints as con
-from physics import dynamics, equality, kinematics, math, tendon
+from physics import dynamics, equality, hfield, kinematics, math, tendon
 from physics.mesh import Hull
-from physics.system import GEOM_MESH, JNT_BALL, JNT_HINGE, JNT_SLIDE, System, Topology
+from physics.system import (
+    GEOM_HFIELD,
+    GEOM_MESH,
+    GEOM_PLANE,
+    JNT_BALL,
+    JNT_HINGE,
+    JNT_SLIDE,
+    System,
+    Topology,
+)
 
 # Fixed Newton steps per substep (System.newton_steps), the default of load_mjcf. Warm-started
 # from the previous substep's qacc the solve reaches MuJoCo's optimum in 2-3 steps on the
@@ -132,26 +141,32 @@ def contact_pairs(
                 continue
             if frozenset((b1, b2)) in excluded or frozenset((g1, g2)) in replaced:
                 continue
-            if geom_type[g1] == col.GEOM_PLANE and geom_type[g2] == col.GEOM_PLANE:
-                continue  # MuJoCo has no plane-plane collision function either
+            if geom_type[g1] in _TERRAIN and geom_type[g2] in _TERRAIN:
+                continue  # MuJoCo has no plane-plane or plane/hfield-hfield function either
             pairs.append(ordered(g1, g2))
     return tuple(pairs)
 
 
+_TERRAIN = (GEOM_PLANE, GEOM_HFIELD)
+
+
+def _collides(t1: int, t2: int) -> bool:
+    """Whether geom types t1 <= t2 have a collision function here."""
+    return (t1, t2) in col._NUM_CONTACTS or (t1 == GEOM_HFIELD and t2 in hfield.COLLIDES_WITH)
+
+
 def unsupported_pairs(sys_or_types: tuple[int, ...], pairs: tuple[tuple[int, int], ...]) -> list:
     """Pairs whose geom types have no collision function here."""
-    return [
-        (g1, g2)
-        for g1, g2 in pairs
-        if (sys_or_types[g1], sys_or_types[g2]) not in col._NUM_CONTACTS
-    ]
+    return [(g1, g2) for g1, g2 in pairs if not _collides(sys_or_types[g1], sys_or_types[g2])]
 
 
 @dataclasses.dataclass(frozen=True)
 class _Layout:
     """Static slot and row layout derived from a System."""
 
-    groups: tuple  # ((type1, type2, g1 array, g2 array, pair index array), ...)
+    # ((type1, type2, g1 array, g2 array, pair index array, terrain), ...); terrain: None, or
+    # for height-field pairs (hfield id, its window of cells) (physics.hfield)
+    groups: tuple
     slot_pair: np.ndarray  # [ncon] pair of each slot
     slot_b1: np.ndarray
     slot_b2: np.ndarray
@@ -210,19 +225,29 @@ class _Layout:
         return slice(start, start + self.neq)
 
 
+def _group_key(sys: System, g1: int, g2: int) -> tuple:
+    """Pairs of one key collide in one vmapped call: (type1, type2, hfield id or -1, window)."""
+    t1, t2 = sys.geom_type[g1], sys.geom_type[g2]
+    if t1 != GEOM_HFIELD:
+        return t1, t2, -1, (0, 0)
+    h = sys.geom_hfield[g1]
+    return t1, t2, h, hfield.window(sys.hfield_size[h], sys.hfield_grid[h], sys.geom_rbound[g2])
+
+
 def _layout(sys: System) -> _Layout:
     pairs = () if sys.disable_contact else sys.contact_pairs
-    gtype, gbody = sys.geom_type, np.asarray(sys.geom_body, np.int32)
+    gbody = np.asarray(sys.geom_body, np.int32)
     groups, slot_pair = [], []
     pair_g1 = np.asarray([p[0] for p in pairs], np.int32)
     pair_g2 = np.asarray([p[1] for p in pairs], np.int32)
-    keys = sorted({(gtype[g1], gtype[g2]) for g1, g2 in pairs})
-    for key in keys:
-        idx = np.asarray(
-            [i for i, (g1, g2) in enumerate(pairs) if (gtype[g1], gtype[g2]) == key], np.int32
-        )
-        groups.append((key[0], key[1], pair_g1[idx], pair_g2[idx], idx))
-        slot_pair.append(np.repeat(idx, col.num_contacts(*key)))
+    pair_keys = [_group_key(sys, g1, g2) for g1, g2 in pairs]
+    for key in sorted(set(pair_keys)):
+        idx = np.asarray([i for i, k in enumerate(pair_keys) if k == key], np.int32)
+        t1, t2, hf, win = key
+        terrain = None if hf < 0 else (hf, win)
+        groups.append((t1, t2, pair_g1[idx], pair_g2[idx], idx, terrain))
+        n = col.num_contacts(t1, t2) if terrain is None else hfield.num_contacts(win)
+        slot_pair.append(np.repeat(idx, n))
     slot_pair = np.concatenate(slot_pair) if slot_pair else np.zeros(0, np.int32)
     prio = np.asarray(sys.geom_priority, np.int32)
     cond = np.asarray(sys.geom_condim, np.int32)
@@ -418,8 +443,11 @@ def _collide_all(
     sys: System, kin: kinematics.Kinematics, lay: _Layout, margin: jax.Array
 ) -> col.Contact:
     parts = []
-    for t1, t2, g1, g2, idx in lay.groups:
+    for t1, t2, g1, g2, idx, terrain in lay.groups:
         hull1, hull2 = _hulls(sys, t1, g1), _hulls(sys, t2, g2)
+        if terrain is not None:
+            parts.append(_collide_terrain(sys, kin, t2, g1, g2, margin[idx], hull2, *terrain))
+            continue
         fn = jax.vmap(
             lambda p1, m1, s1, p2, m2, s2, mg, h2, h1, t1=t1, t2=t2: col.collide(
                 t1, t2, p1, m1, s1, p2, m2, s2, mg, h2, h1
@@ -438,6 +466,36 @@ def _collide_all(
         )
         parts.append(jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), c))
     return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
+
+
+def _collide_terrain(
+    sys: System,
+    kin: kinematics.Kinematics,
+    t2: int,
+    g1: np.ndarray,
+    g2: np.ndarray,
+    margin: jax.Array,
+    hull2: Hull | None,
+    hf: int,
+    win: tuple[int, int],
+) -> col.Contact:
+    """The contacts of height field ``hf``'s pairs with geoms of type t2 (one window size)."""
+    grid, size = sys.hfield_grid[hf], sys.hfield_size[hf]
+    fn = jax.vmap(
+        lambda p1, m1, p2, m2, s2, mg, h2: hfield.collide_hfield(
+            t2, sys.hfield_data[hf], grid, size, win, p1, m1, p2, m2, s2, mg, h2
+        )
+    )
+    c = fn(
+        kin.geom_xpos[g1],
+        kin.geom_xmat[g1],
+        kin.geom_xpos[g2],
+        kin.geom_xmat[g2],
+        sys.geom_size[g2],
+        margin,
+        hull2,
+    )
+    return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), c)
 
 
 MINMU = 1e-5  # mjMINMU: friction coefficients are at least this

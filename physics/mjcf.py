@@ -4,7 +4,8 @@ Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis, gravcomp), ``i
 inertia from geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits,
 damping, stiffness or springdamper, armature, frictionloss, actuatorfrcrange, actuatorgravcomp),
 plane/sphere/capsule/ellipsoid/cylinder/box geoms, mesh geoms (``<asset><mesh>`` from a file or
-inline vertices: :mod:`physics.mesh`),
+inline vertices: :mod:`physics.mesh`), height fields (``<asset><hfield>`` from an elevation list,
+a PNG or MuJoCo's binary file, on static bodies: :mod:`physics.hfield`),
 motor/position/velocity/intvelocity/damper/cylinder/general (fixed or affine gain, affine bias,
 integrator/filter activation) on joints, tendons or sites, ``include`` files, ``frame``
 elements, ``option`` timestep/gravity/flags and a medium's density/viscosity/wind (MuJoCo's
@@ -36,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from physics import constraints as con
-from physics import contact, dynamics, equality, kinematics, mesh, tendon
+from physics import contact, dynamics, equality, hfield, kinematics, mesh, tendon
 from physics import system as S
 from physics.system import INTEGRATORS
 
@@ -45,6 +46,7 @@ _MINVAL = 1e-15
 _JOINT_TYPES = {"free": S.JNT_FREE, "ball": S.JNT_BALL, "slide": S.JNT_SLIDE, "hinge": S.JNT_HINGE}
 _GEOM_TYPES = {
     "plane": S.GEOM_PLANE,
+    "hfield": S.GEOM_HFIELD,
     "sphere": S.GEOM_SPHERE,
     "capsule": S.GEOM_CAPSULE,
     "ellipsoid": S.GEOM_ELLIPSOID,
@@ -157,10 +159,12 @@ _KNOWN = {
         "fluidshape",
         "fluidcoef",  # accepted: it only tunes the ellipsoid fluid model, which is refused
         "mesh",
+        "hfield",
         "fitscale",
         *_ORIENT,
     }
     | _VISUAL,
+    "hfield": {"name", "file", "content_type", "nrow", "ncol", "elevation", "size"},
     "mesh": {
         "name",
         "class",
@@ -455,6 +459,8 @@ class _Loader:
         self.geoms: list[dict] = []
         self.mesh_elems: dict[str, ET.Element] = {}  # <asset><mesh> by name
         self.meshes: dict[str, mesh.Mesh] = {}  # the ones geoms use, processed once each
+        self.hfield_elems: dict[str, ET.Element] = {}  # <asset><hfield> by name
+        self.hfields: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # used: (heights, size)
         self.actuators: list[dict] = []
         self.sites: list[dict] = []
         self.tendons: dict[str, dict] = {}  # name -> path, limited, range
@@ -894,6 +900,13 @@ class _Loader:
         quat = self.orientation(elem, a)
         if t == S.GEOM_MESH and "mesh" not in a:
             raise self.error(elem, "a mesh geom needs a mesh")
+        if t == S.GEOM_HFIELD:
+            if "hfield" not in a:
+                raise self.error(elem, "an hfield geom needs an hfield")
+            if "fromto" in a:
+                raise self.error(elem, "fromto is not allowed on an hfield geom")
+            size = np.zeros(3)  # its extent is the asset's (and it adds no mass)
+            self.hfield_asset(elem, a["hfield"])
         if "mesh" in a:  # MuJoCo's frame of a mesh geom: the mesh's principal frame
             if "fromto" in a:
                 raise self.error(elem, f"fromto is not allowed on a {gname} geom with a mesh")
@@ -907,6 +920,7 @@ class _Loader:
             pos, quat = pos + _quat_mat(quat) @ offset, _quat_mul(quat, _mat_quat(m.rot))
         need = {
             S.GEOM_PLANE: 0,
+            S.GEOM_HFIELD: 0,
             S.GEOM_SPHERE: 1,
             S.GEOM_CAPSULE: 2,
             S.GEOM_ELLIPSOID: 3,
@@ -930,7 +944,7 @@ class _Loader:
             size = np.concatenate([width, [half]])
         elif len(size) < need:
             raise self.error(elem, f"{gname} geom needs size with {need} number(s)")
-        if t != S.GEOM_PLANE and np.any(size[:need] <= 0):
+        if t not in (S.GEOM_PLANE, S.GEOM_HFIELD) and np.any(size[:need] <= 0):
             raise self.error(elem, f"geom size must be positive, got {size[:need]}")
         if t == S.GEOM_PLANE and bid != 0:
             raise self.error(elem, "plane geoms must belong to the world body")
@@ -950,6 +964,7 @@ class _Loader:
                 "type": t,
                 "name": a.get("name", ""),
                 "mesh": a.get("mesh") if t == S.GEOM_MESH else None,
+                "hfield": a.get("hfield") if t == S.GEOM_HFIELD else None,
                 "size": size,
                 "pos": pos,
                 "quat": quat,
@@ -1005,20 +1020,66 @@ class _Loader:
         self.sites.append({"body": bid, "name": a.get("name", ""), "pos": pos, "quat": quat})
 
     # ---------------------------------------------------------------- mesh assets
-    def parse_meshes(self) -> None:
-        """Collects every <asset><mesh> by name (a file's name without directory and
-        extension when it has none); each is read and processed when a geom first uses it."""
+    def parse_assets(self, tag: str) -> dict[str, ET.Element]:
+        """Every <asset><mesh> or <asset><hfield> (``tag``) by name (a file's name without
+        directory and extension when it has none); each is read and processed when a geom
+        first uses it."""
+        found: dict[str, ET.Element] = {}
         for asset in (c for c in self.root if c.tag == "asset"):
-            for elem in asset.iter("mesh"):
+            for elem in asset.iter(tag):
                 a = self.attrs(elem, "main")
-                if "file" not in a and "vertex" not in a:
+                if tag == "mesh" and "file" not in a and "vertex" not in a:
                     raise self.error(elem, "a mesh needs a file or vertex data")
                 name = a.get("name") or os.path.splitext(os.path.basename(a.get("file", "")))[0]
                 if not name:
-                    raise self.error(elem, "a mesh given by its vertices needs a name")
-                if name in self.mesh_elems:
-                    raise self.error(elem, f"repeated mesh name {name!r}")
-                self.mesh_elems[name] = elem
+                    raise self.error(elem, f"a {tag} without a file needs a name")
+                if name in found:
+                    raise self.error(elem, f"repeated {tag} name {name!r}")
+                found[name] = elem
+        return found
+
+    def hfield_asset(self, geom: ET.Element, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(heights [nrow, ncol] in the geom's frame, size [4]) of the height field ``name``,
+        compiled as MuJoCo does: elevations scaled to [0, 1] (their minimum to 0, maximum to
+        1), times size[2]; row 0 at -y (an image's or the ``elevation`` list's LAST row)."""
+        if name in self.hfields:
+            return self.hfields[name]
+        if name not in self.hfield_elems:
+            raise self.error(geom, f"unknown hfield {name!r}")
+        elem = self.hfield_elems[name]
+        a = self.attrs(elem, "main")
+        size = self.get_floats(elem, a, "size", None, 4)
+        if np.any(size <= 0):
+            raise self.error(elem, f"hfield size must be 4 positive numbers, got {list(size)}")
+        nrow, ncol = int(a.get("nrow", 0)), int(a.get("ncol", 0))
+        if "file" in a:
+            if "elevation" in a:  # (nrow and ncol are ignored then, as MuJoCo does)
+                raise self.error(elem, "an hfield takes a file or an elevation, not both")
+            path = os.path.basename(a["file"]) if self.strippath else a["file"]
+            data = _read_hfield(os.path.join(self.base, self.meshdir, path), a.get("content_type"))
+            if isinstance(data, str):
+                raise self.error(elem, data)
+        else:
+            if nrow < 2 or ncol < 2:
+                raise self.error(
+                    elem, f"hfield needs nrow and ncol of at least 2, got {nrow} {ncol}"
+                )
+            data = np.zeros((nrow, ncol))
+            if "elevation" in a:
+                values = self.get_floats(elem, a, "elevation", None)
+                if values.size != nrow * ncol:
+                    raise self.error(
+                        elem, f"elevation has {values.size} values, nrow x ncol is {nrow * ncol}"
+                    )
+                data = values.reshape(nrow, ncol)[::-1]
+        if min(data.shape) < 2:
+            raise self.error(elem, f"hfield grid {data.shape} needs at least 2 rows and columns")
+        if not np.all(np.isfinite(data)):
+            raise self.error(elem, "hfield elevations must be finite")
+        span = data.max() - data.min()
+        data = (data - data.min()) / span if span > 0 else np.zeros_like(data)
+        self.hfields[name] = (data * size[2], size)
+        return self.hfields[name]
 
     def mesh_asset(self, geom: ET.Element, name: str) -> mesh.Mesh:
         """The processed mesh called ``name`` (what MuJoCo compiles from <asset><mesh>)."""
@@ -1598,7 +1659,8 @@ class _Loader:
         self.parse_compiler()
         self.parse_option()
         self.parse_defaults()
-        self.parse_meshes()
+        self.mesh_elems = self.parse_assets("mesh")
+        self.hfield_elems = self.parse_assets("hfield")
         world = ET.Element("worldbody")  # every <worldbody>'s children, merged as MuJoCo does
         for section in (c for c in self.root if c.tag == "worldbody"):
             world.extend(section)
@@ -1695,6 +1757,7 @@ class _Loader:
             geom_solimp=gf("solimp", (5,)),
             geom_solmix=gf("solmix", ()),
             mesh_hull=mesh.hull_tables([]),
+            **self.terrain(topo),
             pair_friction=f32([p["friction"] for p in pairs], (len(pairs), 5)),
             pair_solref=f32([p["solref"] for p in pairs], (len(pairs), 2)),
             pair_solreffriction=f32([p["solreffriction"] for p in pairs], (len(pairs), 2)),
@@ -1873,6 +1936,37 @@ class _Loader:
             self.warn_uncollided(bad)
         return [p for p in self.pairs if p["geoms"] not in bad]
 
+    def terrain(self, topo: S.Topology) -> dict:
+        """The System's height-field fields: the heights of the hfields geoms use (padded to
+        one shape), their grids and sizes, each geom's hfield and bounding radius."""
+        names = sorted({g["hfield"] for g in self.geoms if g["hfield"]})
+        weld = contact.body_weldid(topo)
+        for g in self.geoms:
+            if g["hfield"] and weld[g["body"]] != 0:
+                raise self.error(
+                    g["elem"], "hfield geoms must not move (on the world or a body without joints)"
+                )
+        fields = [self.hfields[n] for n in names]
+        shape = tuple(max((f[0].shape[k] for f in fields), default=2) for k in (0, 1))
+        data = np.zeros((len(fields), *shape), np.float32)
+        for k, (heights, _) in enumerate(fields):
+            data[k, : heights.shape[0], : heights.shape[1]] = heights
+        radius = [
+            float(np.linalg.norm(self.meshes[g["mesh"]].vertices, axis=1).max())
+            if g["mesh"]
+            else hfield.rbound(g["type"], g["size"])
+            for g in self.geoms
+        ]
+        return {
+            "hfield_data": jnp.asarray(data),
+            "hfield_grid": tuple(f[0].shape for f in fields),
+            "hfield_size": tuple(tuple(float(v) for v in f[1]) for f in fields),
+            "geom_hfield": tuple(
+                names.index(g["hfield"]) if g["hfield"] else -1 for g in self.geoms
+            ),
+            "geom_rbound": tuple(radius),
+        }
+
     def with_hulls(self, sys: S.System) -> S.System:
         """The convex hulls of the mesh geoms that collide, one row per mesh."""
         colliding = {g for pair in sys.contact_pairs for g in pair}
@@ -1926,6 +2020,36 @@ class _Loader:
                 raise self.error(
                     self.bodies[b]["elem"], f"moving body has zero mass (joint {j['name']!r})"
                 )
+
+
+def _read_hfield(path: str, content_type: str | None) -> np.ndarray | str:
+    """A height field file's elevations [nrow, ncol] (row 0 at -y), or what is wrong with it:
+    a PNG (``.png`` or content_type image/png; its first channel, top row at +y) or MuJoCo's
+    binary format (int32 nrow, int32 ncol, then nrow * ncol float32, row 0 at -y)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        return f"cannot read {path}: {e.strerror}"
+    if content_type == "image/png" or (content_type is None and path.lower().endswith(".png")):
+        try:
+            from PIL import Image
+        except ImportError:
+            return f"reading the PNG {path} needs Pillow (pip install pillow)"
+        import io
+
+        try:
+            image = np.asarray(Image.open(io.BytesIO(raw)))
+        except Exception as e:  # noqa: BLE001 - any decoding failure is the file's
+            return f"cannot decode the PNG {path}: {e}"
+        channel = image if image.ndim == 2 else image[..., 0]
+        return channel[::-1].astype(np.float64)
+    if len(raw) < 8:
+        return f"{path}: too short for an hfield file"
+    nrow, ncol = (int(v) for v in np.frombuffer(raw[:8], "<i4"))
+    if nrow < 1 or ncol < 1 or len(raw) != 8 + 4 * nrow * ncol:
+        return f"{path}: {len(raw)} bytes do not hold a {nrow} x {ncol} hfield"
+    return np.frombuffer(raw[8:], "<f4").reshape(nrow, ncol).astype(np.float64)
 
 
 def _read_xml(path: str, name: str) -> ET.Element:

@@ -22,8 +22,8 @@ JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = 0, 1, 2, 3
 EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON = 0, 1, 2, 3
 JNT_NQ = {JNT_FREE: 7, JNT_BALL: 4, JNT_SLIDE: 1, JNT_HINGE: 1}
 JNT_NV = {JNT_FREE: 6, JNT_BALL: 3, JNT_SLIDE: 1, JNT_HINGE: 1}
-GEOM_PLANE, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX = 0, 2, 3, 4, 5, 6
-GEOM_MESH = 7
+GEOM_PLANE, GEOM_HFIELD, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID = 0, 1, 2, 3, 4
+GEOM_CYLINDER, GEOM_BOX, GEOM_MESH = 5, 6, 7
 INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")  # MuJoCo's mjtIntegrator order
 
 
@@ -207,6 +207,11 @@ class System:
     # convex hulls of the mesh geoms that collide (a physics.mesh.Hull of tables with a leading
     # [nhull] axis, padded to one size; geom_hull gives each geom's row)
     mesh_hull: Hull
+    # height fields (<asset><hfield>): [nhfield, rows, cols] terrain heights in the hfield's
+    # frame (MuJoCo's normalised elevation times size[2]), zero-padded to one shape; a leaf, so
+    # terrains can be randomised per world. Their grids and sizes are static (hfield_grid,
+    # hfield_size), as is the window each pair searches (physics.hfield)
+    hfield_data: jax.Array
     # explicit contact pairs (<contact><pair>): the first len(pair_condim) of contact_pairs,
     # with their own parameters in place of the two geoms' mix
     pair_friction: jax.Array  # [npair, 5] sliding (2), torsional, rolling (2)
@@ -275,6 +280,12 @@ class System:
     actuator_names: tuple[str, ...] = _static()
     contact_pairs: tuple[tuple[int, int], ...] = _static(default=())  # candidate geom pairs
     geom_hull: tuple[int, ...] = _static(default=())  # per geom: row of mesh_hull, or -1
+    geom_hfield: tuple[int, ...] = _static(default=())  # per geom: its height field, or -1
+    # per geom: radius of its bounding sphere at load (sizes a height-field pair's window)
+    geom_rbound: tuple[float, ...] = _static(default=())
+    hfield_grid: tuple[tuple[int, int], ...] = _static(default=())  # (nrow, ncol) each
+    # (x half-size, y half-size, top height, base depth) each, MuJoCo's hfield size
+    hfield_size: tuple[tuple[float, float, float, float], ...] = _static(default=())
     gravcomp_bodies: tuple[int, ...] = _static(default=())
     # per joint: its share of gravity compensation counts as actuator force (limited with it)
     jnt_actgravcomp: tuple[bool, ...] = _static(default=())
