@@ -28,8 +28,9 @@ SHAPES = {
     int(_GEOM.mjGEOM_CYLINDER): "cylinder",
     int(_GEOM.mjGEOM_BOX): "box",
     int(_GEOM.mjGEOM_MESH): "mesh",
+    int(_GEOM.mjGEOM_HFIELD): "mesh",  # drawn as the triangles of its surface
 }
-_MESH = int(_GEOM.mjGEOM_MESH)
+_MESH, _HFIELD = int(_GEOM.mjGEOM_MESH), int(_GEOM.mjGEOM_HFIELD)
 VISIBLE_GROUPS = 3  # MuJoCo's viewers show geom groups 0, 1 and 2 by default
 DEFAULT_RGBA = (0.5, 0.5, 0.5, 1.0)  # a geom with this colour and a material takes the material's
 
@@ -49,21 +50,46 @@ def _drawn_geoms(model: mujoco.MjModel) -> list[int]:
 
 
 def _mesh_triangles(model: mujoco.MjModel, mesh: int) -> dict[str, list]:
-    """A mesh as flat-shaded triangles (each with its own three vertices and its normal), in
-    its geom's frame (MuJoCo's mesh_vert are centred and turned to the geom's frame)."""
+    """A mesh as flat-shaded triangles, in its geom's frame (MuJoCo's mesh_vert are centred
+    and turned to the geom's frame)."""
     vert = model.mesh_vert[
         model.mesh_vertadr[mesh] : model.mesh_vertadr[mesh] + model.mesh_vertnum[mesh]
     ]
     face = model.mesh_face[
         model.mesh_faceadr[mesh] : model.mesh_faceadr[mesh] + model.mesh_facenum[mesh]
     ]
-    corners = vert[face]  # [nface, 3, 3]
+    return _triangles(vert[face])
+
+
+def _hfield_triangles(model: mujoco.MjModel, hfield: int) -> dict[str, list]:
+    """A height field's surface as flat-shaded triangles in its geom's frame: two per grid
+    cell, split along the diagonal MuJoCo collides with."""
+    nrow, ncol = int(model.hfield_nrow[hfield]), int(model.hfield_ncol[hfield])
+    sx, sy, top, _ = model.hfield_size[hfield]
+    start = model.hfield_adr[hfield]
+    z = model.hfield_data[start : start + nrow * ncol].reshape(nrow, ncol) * top
+    x, y = np.linspace(-sx, sx, ncol), np.linspace(-sy, sy, nrow)
+    grid = np.stack(np.broadcast_arrays(x[None, :], y[:, None], z), axis=-1)  # [nrow, ncol, 3]
+    a, b, c, d = grid[1:, :-1], grid[:-1, :-1], grid[1:, 1:], grid[:-1, 1:]
+    corners = np.concatenate([np.stack([a, b, c], -2), np.stack([b, d, c], -2)])
+    return _triangles(corners.reshape(-1, 3, 3))
+
+
+def _triangles(corners: np.ndarray) -> dict[str, list]:
+    """Triangles [n, 3, 3] (counter-clockwise seen from outside) as the viewer draws them:
+    each with its own three vertices and its normal (flat shading)."""
     normal = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
     normal /= np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-12)
     return {
         "pos": np.round(corners.ravel(), 5).tolist(),
         "nrm": np.round(np.repeat(normal, 3, axis=0).ravel(), 3).tolist(),
     }
+
+
+def _surface(model: mujoco.MjModel, g: int) -> tuple[int, int] | None:
+    """(type, mesh or hfield id) of a geom the viewer draws as triangles, else None."""
+    t = int(model.geom_type[g])
+    return (t, int(model.geom_dataid[g])) if t in (_MESH, _HFIELD) else None
 
 
 def _rgba(model: mujoco.MjModel, g: int) -> list[float]:
@@ -102,7 +128,7 @@ def trajectory_scene(
             labels.append([e, t])
     data.qpos[:] = episodes[0][0]
     mujoco.mj_forward(model, data)
-    meshes = sorted({int(model.geom_dataid[g]) for g in geoms if model.geom_type[g] == _MESH})
+    surfaces = sorted({s for g in geoms if (s := _surface(model, g))})
     return {
         "dt": float(dt),
         "distance": float(tracking_camera(model, data).distance),
@@ -111,15 +137,14 @@ def trajectory_scene(
                 "type": SHAPES[int(model.geom_type[g])],
                 "size": [round(float(x), 4) for x in model.geom_size[g]],
                 "rgba": _rgba(model, g),
-                **(
-                    {"mesh": meshes.index(int(model.geom_dataid[g]))}
-                    if model.geom_type[g] == _MESH
-                    else {}
-                ),
+                **({"mesh": surfaces.index(_surface(model, g))} if _surface(model, g) else {}),
             }
             for g in geoms
         ],
-        "meshes": [_mesh_triangles(model, k) for k in meshes],
+        "meshes": [
+            _mesh_triangles(model, k) if t == _MESH else _hfield_triangles(model, k)
+            for t, k in surfaces
+        ],
         "pos": pos,
         "quat": quat,
         "target": target,

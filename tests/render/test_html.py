@@ -47,34 +47,37 @@ def ball_trajectory(frames):
 
 def test_scene_has_the_drawable_geoms_at_their_mujoco_poses():
     episodes = [ball_trajectory(5), ball_trajectory(3)]
-    with pytest.warns(UserWarning, match="mjGEOM_HFIELD"):
-        scene = trajectory_scene(SHAPES_XML, episodes, dt=0.05)
+    scene = trajectory_scene(SHAPES_XML, episodes, dt=0.05)
     types = [g["type"] for g in scene["geoms"]]
-    # group 3 is hidden in MuJoCo's viewers; the height field is skipped with a warning
-    assert types == ["plane", "mesh", "sphere", "capsule", "ellipsoid", "cylinder", "box"]
-    assert scene["geoms"][6]["rgba"] == [1, 0, 0, 1]
+    # group 3 is hidden in MuJoCo's viewers; the height field is drawn as its triangles
+    assert types == ["plane", "mesh", "mesh", "sphere", "capsule", "ellipsoid", "cylinder", "box"]
+    assert scene["geoms"][7]["rgba"] == [1, 0, 0, 1]
     assert scene["step"] == [[0, t] for t in range(5)] + [[1, t] for t in range(3)]
     # the tetrahedron: 4 flat-shaded triangles with unit normals, around its centre
-    (tetra,) = scene["meshes"]
+    tetra, ground = (scene["meshes"][scene["geoms"][g]["mesh"]] for g in (1, 2))
     corners, normals = np.reshape(tetra["pos"], (4, 3, 3)), np.reshape(tetra["nrm"], (4, 3, 3))
     np.testing.assert_allclose(np.linalg.norm(normals, axis=-1), 1, atol=1e-3)
     np.testing.assert_allclose(corners.reshape(-1, 3).mean(axis=0), 0, atol=1e-4)
+    # the 2 x 2 height field: one cell, two triangles facing up, over its 2 x 2 extent
+    corners, normals = np.reshape(ground["pos"], (2, 3, 3)), np.reshape(ground["nrm"], (2, 3, 3))
+    np.testing.assert_allclose(normals, np.tile([0.0, 0.0, 1.0], (2, 3, 1)), atol=1e-3)
+    np.testing.assert_allclose(np.ptp(corners.reshape(-1, 3), axis=0), [2, 2, 0], atol=1e-4)
     qpos = np.concatenate(episodes)
-    pos = np.array(scene["pos"]).reshape(len(qpos), 7, 3)
-    quat = np.array(scene["quat"]).reshape(len(qpos), 7, 4)
+    pos = np.array(scene["pos"]).reshape(len(qpos), 8, 3)
+    quat = np.array(scene["quat"]).reshape(len(qpos), 8, 4)
     np.testing.assert_allclose(pos[:, 1], np.tile([3.25, 3.25, 0.25], (len(qpos), 1)), atol=1e-4)
-    np.testing.assert_allclose(pos[:, 2], qpos[:, :3], atol=1e-4)  # the sphere is the body
-    np.testing.assert_allclose(np.abs(np.sum(quat[:, 2] * qpos[:, 3:], axis=1)), 1, atol=1e-3)
+    np.testing.assert_allclose(pos[:, 2], np.tile([-3, -3, 0], (len(qpos), 1)), atol=1e-4)
+    np.testing.assert_allclose(pos[:, 3], qpos[:, :3], atol=1e-4)  # the sphere is the body
+    np.testing.assert_allclose(np.abs(np.sum(quat[:, 3] * qpos[:, 3:], axis=1)), 1, atol=1e-3)
     # the capsule sits 0.3 along the body's x axis, which turns with the body
     angle = 2.0 * np.linspace(0, 1, 5)
     offset = 0.3 * np.stack([np.cos(angle), np.sin(angle), 0 * angle], axis=1)
-    np.testing.assert_allclose(pos[:5, 3], qpos[:5, :3] + offset, atol=1e-4)
+    np.testing.assert_allclose(pos[:5, 4], qpos[:5, :3] + offset, atol=1e-4)
 
 
 def test_page_is_self_contained(tmp_path):
     path = tmp_path / "ball.html"
-    with pytest.warns(UserWarning):
-        write_render(path, SHAPES_XML, [ball_trajectory(4)], dt=0.05)
+    write_render(path, SHAPES_XML, [ball_trajectory(4)], dt=0.05)
     page = path.read_text()
     assert not re.search(r"\b(src|href)\s*=|https?:|@import", page)
     data = re.search(r'<script id="trajectory" type="application/json">(.*?)</script>', page, re.S)
