@@ -763,7 +763,9 @@ def solve_constraints(
         mask,
         qacc_init=x0,
         iterations=sys.newton_steps,
-        line_search=LINE_SEARCH if bounds is None else "exact",
+        # friction-loss rows bend the 1-D cost twice each (module comment on LINE_SEARCH);
+        # equality rows, unbounded both ways, never bend it
+        line_search="exact" if lay.nfric or len(lay.ten_fric) else LINE_SEARCH,
         unit_rows=unit,
         bounds=bounds,
         cones=cones,
