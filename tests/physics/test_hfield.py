@@ -1,6 +1,7 @@
 """Height fields against MuJoCo 4.0: compiled terrain data from each source, and spheres,
 capsules and boxes rolling, sliding and resting on terrain (physics/hfield.py)."""
 
+import dataclasses
 import struct
 
 import jax
@@ -176,3 +177,20 @@ def test_terrain_contacts_have_finite_gradients():
 
     grad = jax.jit(jax.grad(rolled))(jnp.float32(0.39))  # 1.5 cm above the ramp
     assert np.isfinite(grad) and grad != 0  # landed by then: when it landed changes how far
+
+
+def test_terrain_heights_are_a_leaf_that_worlds_can_vary():
+    """Two worlds, one System but each its own heights (vmapped over hfield_data): a sphere
+    comes to rest on each world's own ground."""
+    sys = physics.load_mjcf(_model('<body><freejoint/><geom size="0.1"/></body>', "0 " * 9, 3))
+    heights = jnp.stack([sys.hfield_data, sys.hfield_data + 0.2])  # flat at 0 and at 0.2
+    axes = dataclasses.replace(jax.tree.map(lambda _: None, sys), hfield_data=0)
+
+    def rest(world: physics.System) -> jax.Array:
+        step = lambda s, _: (physics.step(world, s, jnp.zeros(0)), None)  # noqa: E731
+        q0 = jnp.array([0.1, 0.2, 0.4, 1.0, 0.0, 0.0, 0.0])
+        return jax.lax.scan(step, physics.init(world, q0), length=300)[0].q[2]
+
+    worlds = dataclasses.replace(sys, hfield_data=heights)
+    z = jax.jit(jax.vmap(rest, in_axes=(axes,)))(worlds)
+    np.testing.assert_allclose(z, [0.1, 0.3], atol=1e-3)
