@@ -106,31 +106,29 @@ def _free(x: float, y: float, z: float, quat=(1.0, 0.0, 0.0, 0.0)) -> np.ndarray
     return np.array([x, y, z, *quat])
 
 
-_TERRAINS = {  # name: (nrow = ncol, elevation, x of its centre)
-    "hill": (5, HILL, 0),
-    "ramp": (3, RAMP, 3),
-    "flat": (6, "0 " * 36, -3),
+_TERRAINS = {  # name: (nrow = ncol, elevation, its frame)
+    "hill": (5, HILL, 'pos="0.1 -0.1 0.05" euler="4 -3 30"'),  # tilted and turned
+    "ramp": (3, RAMP, 'pos="3 0 0"'),
+    "flat": (6, "0 " * 36, 'pos="-3 0 0"'),
 }
 
 
 def _terrains(bodies: str, names: tuple[str, ...]) -> str:
-    """Height fields side by side (_TERRAINS: the hill at x = 0, the ramp at 3, a flat 6 x 6
+    """Height fields side by side (_TERRAINS: the hill near x = 0, the ramp at 3, a flat 6 x 6
     grid at -3), all 2 x 2 in extent, and `bodies`."""
     assets = "".join(
         f'<hfield name="{n}" nrow="{_TERRAINS[n][0]}" ncol="{_TERRAINS[n][0]}" size="1 1 0.5 0.1"'
         f' elevation="{_TERRAINS[n][1]}"/>'
         for n in names
     )
-    geoms = "".join(
-        f'<geom type="hfield" hfield="{n}" pos="{_TERRAINS[n][2]} 0 0"/>' for n in names
-    )
+    geoms = "".join(f'<geom type="hfield" hfield="{n}" {_TERRAINS[n][2]}/>' for n in names)
     return f"<mujoco><asset>{assets}</asset><worldbody>{geoms}{bodies}</worldbody></mujoco>"
 
 
 def test_spheres_rolling_over_a_hill_track_mujoco_with_one_contact_per_prism():
-    """Down the hill's faces, across its seams and vertices: the same path to 1e-4 after 300
-    steps, with MuJoCo's contacts: resting on flat ground over a cell's diagonal a sphere has
-    two (one per prism), on a grid vertex six."""
+    """Down the faces of a tilted, turned hill, across its seams and vertices: the same path to
+    1e-4 after 300 steps, with MuJoCo's contacts: resting on flat ground over a cell's diagonal
+    a sphere has two (one per prism), on a grid vertex six."""
     xml = _terrains('<body><freejoint/><geom size="0.1"/></body>', ("hill", "flat"))
     hill = [_free(0.03, 0.07, 0.8), _free(0.3, -0.2, 0.6), _free(0.5, 0.5, 0.4)]
     # the flat grid's lines are at multiples of 0.4 from -1: (0.1, 0.1) is on a diagonal
