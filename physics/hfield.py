@@ -19,7 +19,8 @@ Here the same, branch-free, over a fixed window of cells:
 - **Prisms.** Each prism is a 6-vertex convex polytope (:class:`physics.polytope.Polytope`)
   built from the window's heights.
 - **Per prism:** a sphere takes the exact signed distance of its centre to the prism; a capsule
-  that of the deepest point of its segment (a golden-section search, as capsule-mesh); a box or
+  that of its segment (apart: an end against the prism or the segment against an edge;
+  overlapping: the least separation over their Minkowski faces), less the radius; a box or
   a mesh the separating-axis distance and normal of the two polytopes, with its contact at the
   mean of the touching features' clip points (MuJoCo's EPA reports one point of that overlap).
 
@@ -40,9 +41,10 @@ from physics.collision import (
     FAR,
     Contact,
     _capsule_ends,
-    _golden_min,
     _hull_sdf,
     _normalize,
+    _safe_norm,
+    _segment_segment,
     _stack,
 )
 from physics.mesh import Hull
@@ -125,6 +127,45 @@ def _extent(
     return pos - half, pos + half
 
 
+def _segment_prism(
+    a: jax.Array, b: jax.Array, poly: Polytope, hull: Hull
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(signed distance, unit normal out of the prism, the segment's point) of segment ab and
+    a prism, exact. Apart, the closest points are an end's to the prism or the segment's to one
+    of its edges (along a face the distance is linear, so it is least at an end or an edge);
+    overlapping, the depth is the least separation over the faces of their Minkowski
+    difference: the prism's faces and the segment's direction crossed with each prism edge."""
+    ends = jnp.stack([a, b])
+    end_sdf, end_n = jax.vmap(_hull_sdf, (0, None))(ends, hull)  # [2], [2, 3]
+    e0, e1 = poly.verts[poly.edges[:, 0]], poly.verts[poly.edges[:, 1]]
+    s, t = jax.vmap(_segment_segment, (None, None, 0, 0))(a, b, e0, e1)
+    on_seg = a + s[:, None] * (b - a)
+    gap = on_seg - (e0 + t[:, None] * (e1 - e0))
+    edge_dist = _safe_norm(gap)
+    dist = jnp.concatenate([end_sdf, edge_dist])
+    normal = jnp.concatenate([end_n, _normalize(gap, jnp.array([0.0, 0.0, 1.0]))])
+    point = jnp.concatenate([ends, on_seg])
+    k = jnp.argmin(dist)
+    # overlapping: separating axes (faces of the Minkowski difference), each oriented out
+    d = b - a
+    crossed = jnp.cross(d, e1 - e0)
+    axes = jnp.concatenate([poly.normals, _normalize(crossed, jnp.zeros(3))])
+    mid = 0.5 * (a + b)
+    axes = jnp.where((axes @ (mid - poly.centre) >= 0)[:, None], axes, -axes)
+    valid = jnp.concatenate([jnp.ones(5, bool), _safe_norm(crossed) > 1e-9 * _safe_norm(d)])
+    sep = jnp.minimum(axes @ a, axes @ b) - jnp.max(poly.verts @ axes.T, axis=0)
+    j = jnp.argmax(jnp.where(valid, sep, -jnp.inf))
+    n_in = axes[j]
+    deepest = jnp.where(n_in @ a <= n_in @ b, a, b)
+    deepest = jnp.where(jnp.abs(n_in @ d) < 1e-6 * _safe_norm(d), mid, deepest)
+    inside = sep[j] < 0.0
+    return (
+        jnp.where(inside, sep[j], dist[k]),
+        jnp.where(inside, n_in, normal[k]),
+        jnp.where(inside, deepest, point[k]),
+    )
+
+
 def _prism_contact(
     type2: int,
     poly: Polytope,
@@ -141,10 +182,7 @@ def _prism_contact(
         dist = sdf - size[0]
         return dist, pos - n * (size[0] + 0.5 * dist), n
     if type2 == GEOM_CAPSULE:
-        a, b = _capsule_ends(pos, mat, size)
-        t = _golden_min(lambda t: _hull_sdf(a + t * (b - a), hull)[0])
-        centre = a + t * (b - a)
-        sdf, n = _hull_sdf(centre, hull)
+        sdf, n, centre = _segment_prism(*_capsule_ends(pos, mat, size), poly, hull)
         dist = sdf - size[0]
         return dist, centre - n * (size[0] + 0.5 * dist), n
     other = Polytope.box(pos, mat, size) if type2 == GEOM_BOX else Polytope.of(pos, mat, hull2)
