@@ -18,15 +18,18 @@ def test_cartpole_through_bridge_reaches_475(tmp_path):
         "cartpole_vtrace_bridge",
         "--run-dir",
         str(run),
-        # The preset (2 actors x 8 envs, at most 300k steps), stopped once 25 consecutive
-        # episodes average 475: gymnasium's reward_threshold for CartPole-v1, over 25 episodes
-        # and not its 100 because this asynchronous learner's returns still dip now and then
-        # (a 300k-step run never held 475 over 100). Earlier, without the stop, 10 of 10 runs
-        # two at a time had reached a best 5-window mean of 483-500 by 200k steps.
+        # The preset (2 actors x 8 envs), stopped once 25 consecutive episodes average 475:
+        # gymnasium's reward_threshold for CartPole-v1, over 25 episodes and not its 100
+        # because this asynchronous learner's returns still dip now and then (a 300k-step run
+        # never held 475 over 100). Runs stop at 20-46 s (12 of 12, two or three at a time);
+        # one in the full suite peaked at 419 by 94k steps, fell back to ~200 and was at ~300
+        # when the preset's 300k steps ran out, hence a budget of 450k here: a run that dips
+        # has room to recover (the asynchronous run is not deterministic, whatever the seed).
         # tests/bridge/test_reliability.py and test_foreign_actor.py cover actors that keep
         # several messages in flight.
         "target_return=475",
         "target_episodes=25",
+        "total_env_steps=450000",
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     stop = re.search(r"target return 475 reached: mean ([\d.]+) over the latest (\d+)", out.stdout)
