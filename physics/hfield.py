@@ -1,4 +1,5 @@
-"""Height-field contacts: a terrain grid against spheres, capsules, boxes and meshes.
+"""Height fields: their files, and contacts of a terrain grid with spheres, capsules, boxes
+and meshes.
 
 MuJoCo's height field (``<asset><hfield>``) is a grid of ``nrow x ncol`` heights over the
 rectangle ``[-size[0], size[0]] x [-size[1], size[1]]`` of its geom's frame, from a base at
@@ -31,6 +32,7 @@ against a height field has no collision function in MuJoCo either.
 
 from __future__ import annotations
 
+import io
 import math
 
 import jax
@@ -254,12 +256,45 @@ def collide_hfield(
     return _stack(dist, pos1 + point @ mat1.T, normal @ mat1.T)
 
 
-def rbound(type_: int, size: np.ndarray, hull: Hull | None = None) -> float:
-    """Radius of a geom's bounding sphere about its centre (sizes height-field windows)."""
+def rbound(type_: int, size: np.ndarray, vertices: np.ndarray | None = None) -> float:
+    """Radius of a geom's bounding sphere about its centre (sizes height-field windows);
+    ``vertices``: a mesh geom's, in its frame."""
     if type_ == GEOM_SPHERE:
         return float(size[0])
     if type_ == GEOM_CAPSULE:
         return float(size[0] + size[1])
-    if type_ == GEOM_MESH and hull is not None:
-        return float(np.linalg.norm(hull.vertices, axis=1).max())
+    if type_ == GEOM_MESH:
+        return float(np.linalg.norm(vertices, axis=1).max())
     return float(np.linalg.norm(size))
+
+
+class HFieldError(ValueError):
+    """A height field file that cannot be read; the loader adds the element and file."""
+
+
+def read(path: str, content_type: str | None = None) -> np.ndarray:
+    """A height field file's elevations [nrow, ncol], row 0 at -y: a PNG (``.png`` or
+    content_type image/png; its first channel, top row at +y) or MuJoCo's binary format
+    (int32 nrow, int32 ncol, then nrow * ncol float32, row 0 at -y)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise HFieldError(f"cannot read {path}: {e.strerror}") from None
+    if content_type == "image/png" or (content_type is None and path.lower().endswith(".png")):
+        try:
+            from PIL import Image
+        except ImportError:
+            raise HFieldError(f"reading the PNG {path} needs Pillow (pip install pillow)") from None
+        try:
+            image = np.asarray(Image.open(io.BytesIO(raw)))
+        except Exception as e:  # noqa: BLE001 - any decoding failure is the file's
+            raise HFieldError(f"cannot decode the PNG {path}: {e}") from None
+        channel = image if image.ndim == 2 else image[..., 0]
+        return channel[::-1].astype(np.float64)
+    if len(raw) < 8:
+        raise HFieldError(f"{path}: too short for an hfield file")
+    nrow, ncol = (int(v) for v in np.frombuffer(raw[:8], "<i4"))
+    if nrow < 1 or ncol < 1 or len(raw) != 8 + 4 * nrow * ncol:
+        raise HFieldError(f"{path}: {len(raw)} bytes do not hold a {nrow} x {ncol} hfield")
+    return np.frombuffer(raw[8:], "<f4").reshape(nrow, ncol).astype(np.float64)

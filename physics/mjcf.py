@@ -1056,9 +1056,12 @@ class _Loader:
             if "elevation" in a:  # (nrow and ncol are ignored then, as MuJoCo does)
                 raise self.error(elem, "an hfield takes a file or an elevation, not both")
             path = os.path.basename(a["file"]) if self.strippath else a["file"]
-            data = _read_hfield(os.path.join(self.base, self.meshdir, path), a.get("content_type"))
-            if isinstance(data, str):
-                raise self.error(elem, data)
+            try:
+                data = hfield.read(
+                    os.path.join(self.base, self.meshdir, path), a.get("content_type")
+                )
+            except hfield.HFieldError as e:
+                raise self.error(elem, str(e)) from None
         else:
             if nrow < 2 or ncol < 2:
                 raise self.error(
@@ -1952,9 +1955,9 @@ class _Loader:
         for k, (heights, _) in enumerate(fields):
             data[k, : heights.shape[0], : heights.shape[1]] = heights
         radius = [
-            float(np.linalg.norm(self.meshes[g["mesh"]].vertices, axis=1).max())
-            if g["mesh"]
-            else hfield.rbound(g["type"], g["size"])
+            hfield.rbound(
+                g["type"], g["size"], self.meshes[g["mesh"]].vertices if g["mesh"] else None
+            )
             for g in self.geoms
         ]
         return {
@@ -2020,36 +2023,6 @@ class _Loader:
                 raise self.error(
                     self.bodies[b]["elem"], f"moving body has zero mass (joint {j['name']!r})"
                 )
-
-
-def _read_hfield(path: str, content_type: str | None) -> np.ndarray | str:
-    """A height field file's elevations [nrow, ncol] (row 0 at -y), or what is wrong with it:
-    a PNG (``.png`` or content_type image/png; its first channel, top row at +y) or MuJoCo's
-    binary format (int32 nrow, int32 ncol, then nrow * ncol float32, row 0 at -y)."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        return f"cannot read {path}: {e.strerror}"
-    if content_type == "image/png" or (content_type is None and path.lower().endswith(".png")):
-        try:
-            from PIL import Image
-        except ImportError:
-            return f"reading the PNG {path} needs Pillow (pip install pillow)"
-        import io
-
-        try:
-            image = np.asarray(Image.open(io.BytesIO(raw)))
-        except Exception as e:  # noqa: BLE001 - any decoding failure is the file's
-            return f"cannot decode the PNG {path}: {e}"
-        channel = image if image.ndim == 2 else image[..., 0]
-        return channel[::-1].astype(np.float64)
-    if len(raw) < 8:
-        return f"{path}: too short for an hfield file"
-    nrow, ncol = (int(v) for v in np.frombuffer(raw[:8], "<i4"))
-    if nrow < 1 or ncol < 1 or len(raw) != 8 + 4 * nrow * ncol:
-        return f"{path}: {len(raw)} bytes do not hold a {nrow} x {ncol} hfield"
-    return np.frombuffer(raw[8:], "<f4").reshape(nrow, ncol).astype(np.float64)
 
 
 def _read_xml(path: str, name: str) -> ET.Element:
