@@ -49,9 +49,12 @@ mesh-mesh          4      :mod:`physics.polytope`
 capsule-mesh       4      the segment's deepest point in the hull (golden section): exact
                           while the segment is outside the hull; lying along a face, its
                           surface line clipped to the face (2 points, as MuJoCo 4.0)
+ellipsoid-sphere,  1      the minimum translation distance, as MuJoCo's GJK/EPA: Newton on
+capsule, ellipsoid,       the sphere of directions over the support functions
+cylinder, box,            (:mod:`physics.smooth`)
+mesh
 =================  =====  =========================================================
-An ellipsoid against anything but a plane, and a mesh against cylinders or ellipsoids, have
-no function here: MuJoCo's GJK/EPA for general smooth convex shapes is not built.
+A mesh against a cylinder has no function here (MuJoCo clips their touching faces).
 
 Conventions follow MuJoCo's ``mjContact``: ``dist`` is signed (negative = penetration),
 ``pos`` is midway between the two surfaces, ``frame`` rows are (normal, tangent1, tangent2)
@@ -87,6 +90,9 @@ _GOLDEN_ITERS = 24  # golden-section steps on a segment: bracket shrinks to 0.61
 _PARALLEL_TOL = 1e-6  # |sin| below which segment axes count as parallel
 _PLANE_MESH_CONTACTS = 4  # the deepest hull vertex and three more of one hull face
 
+ELLIPSOID_PARTNERS = (GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX, GEOM_MESH)
+"""Geom types an ellipsoid collides with besides planes and height fields (physics.smooth)."""
+
 _NUM_CONTACTS = {
     (GEOM_PLANE, GEOM_SPHERE): 1,
     (GEOM_PLANE, GEOM_CAPSULE): 2,
@@ -108,6 +114,7 @@ _NUM_CONTACTS = {
     (GEOM_CAPSULE, GEOM_MESH): 4,
     (GEOM_BOX, GEOM_MESH): 4,
     (GEOM_MESH, GEOM_MESH): 4,
+    **{tuple(sorted((GEOM_ELLIPSOID, t))): 1 for t in ELLIPSOID_PARTNERS},
 }
 
 
@@ -669,6 +676,12 @@ def collide(
         return collide_plane_mesh(pos1, mat1, pos2, mat2, hull2)
     if key == (GEOM_SPHERE, GEOM_MESH):
         return collide_sphere_mesh(pos1, size1, pos2, mat2, hull2)
+    if GEOM_ELLIPSOID in key:
+        from physics import smooth  # built on this module's helpers
+
+        return smooth.collide_ellipsoid(
+            type1, type2, pos1, mat1, size1, pos2, mat2, size2, hull1, hull2
+        )
     if key in ((GEOM_CAPSULE, GEOM_MESH), (GEOM_BOX, GEOM_MESH), (GEOM_MESH, GEOM_MESH)):
         from physics import polytope  # built on this module's helpers
 

@@ -1,5 +1,5 @@
-"""Height fields: their files, and contacts of a terrain grid with spheres, capsules, boxes
-and meshes.
+"""Height fields: their files, and contacts of a terrain grid with spheres, capsules,
+ellipsoids, boxes and meshes.
 
 MuJoCo's height field (``<asset><hfield>``) is a grid of ``nrow x ncol`` heights over the
 rectangle ``[-size[0], size[0]] x [-size[1], size[1]]`` of its geom's frame, from a base at
@@ -21,13 +21,14 @@ Here the same, branch-free, over a fixed window of cells:
   built from the window's heights.
 - **Per prism:** a sphere takes the exact signed distance of its centre to the prism; a capsule
   that of its segment (apart: an end against the prism or the segment against an edge;
-  overlapping: the least separation over their Minkowski faces), less the radius; a box or
-  a mesh the separating-axis distance and normal of the two polytopes, with its contact at the
-  mean of the touching features' clip points (MuJoCo's EPA reports one point of that overlap).
+  overlapping: the least separation over their Minkowski faces), less the radius; an
+  ellipsoid its minimum translation distance (:mod:`physics.smooth`); a box or a mesh the
+  separating-axis distance and normal of the two polytopes, with its contact at the mean of
+  the touching features' clip points (MuJoCo's EPA reports one point of that overlap).
 
-Ellipsoids and cylinders against height fields are not built (the loader warns and leaves
-those pairs out, as for other pairs without a collision function); a plane or height field
-against a height field has no collision function in MuJoCo either.
+Cylinders against height fields are not built (the loader warns and leaves those pairs out,
+as for other pairs without a collision function); a plane or height field against a height
+field has no collision function in MuJoCo either.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from physics import smooth
 from physics.collision import (
     FAR,
     Contact,
@@ -51,9 +53,9 @@ from physics.collision import (
 )
 from physics.mesh import Hull
 from physics.polytope import Polytope, _contacts, separating_axis
-from physics.system import GEOM_BOX, GEOM_CAPSULE, GEOM_MESH, GEOM_SPHERE
+from physics.system import GEOM_BOX, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_MESH, GEOM_SPHERE
 
-COLLIDES_WITH = (GEOM_SPHERE, GEOM_CAPSULE, GEOM_BOX, GEOM_MESH)
+COLLIDES_WITH = (GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_BOX, GEOM_MESH)
 """Geom types that collide with a height field here."""
 
 # A prism: vertices 0-2 the base triangle (counter-clockwise seen from above), 3-5 the top one
@@ -123,6 +125,8 @@ def _extent(
         half = jnp.abs(mat[:, 2]) * size[1] + size[0]
     elif type2 == GEOM_BOX:
         half = jnp.abs(mat) @ size
+    elif type2 == GEOM_ELLIPSOID:
+        half = jnp.sqrt((mat**2) @ size**2)  # the exact box of the ellipsoid
     else:
         world = hull.vertices @ mat.T
         return pos + world.min(axis=0), pos + world.max(axis=0)
@@ -187,6 +191,11 @@ def _prism_contact(
         sdf, n, centre = _segment_prism(*_capsule_ends(pos, mat, size), poly, hull)
         dist = sdf - size[0]
         return dist, centre - n * (size[0] + 0.5 * dist), n
+    if type2 == GEOM_ELLIPSOID:
+        prism = smooth.Shape.polytope(poly.verts, poly.normals, poly.centre).moved(pos)
+        egg = smooth.Shape.of(GEOM_ELLIPSOID, jnp.zeros(3), mat, size)
+        dist, n = smooth.signed_distance(prism, egg)
+        return dist, pos + smooth.contact_point(prism, egg, dist, n), n
     other = Polytope.box(pos, mat, size) if type2 == GEOM_BOX else Polytope.of(pos, mat, hull2)
     sd, n, k = separating_axis(poly, other)
     faces = poly.normals.shape[0] + other.normals.shape[0]
@@ -263,6 +272,8 @@ def rbound(type_: int, size: np.ndarray, vertices: np.ndarray | None = None) -> 
         return float(size[0])
     if type_ == GEOM_CAPSULE:
         return float(size[0] + size[1])
+    if type_ == GEOM_ELLIPSOID:
+        return float(np.max(size))
     if type_ == GEOM_MESH:
         return float(np.linalg.norm(vertices, axis=1).max())
     return float(np.linalg.norm(size))

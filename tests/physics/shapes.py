@@ -1,4 +1,5 @@
-"""Convex point sets that mesh tests build hulls from, and MJCF's number lists."""
+"""Convex point sets that mesh tests build hulls from, MJCF's number lists, and random poses
+of two free bodies."""
 
 import numpy as np
 
@@ -18,3 +19,13 @@ def prism(n: int) -> np.ndarray:
 def floats(x: np.ndarray) -> str:
     """An array as MJCF's space-separated numbers."""
     return " ".join(repr(float(v)) for v in np.ravel(x))
+
+
+def free_pair_qpos(rng: np.random.Generator, spread: float) -> np.ndarray:
+    """qpos of two free bodies: the first at the origin, the second within +-spread of it,
+    both randomly turned."""
+    q = rng.normal(size=14)
+    q[:3], q[7:10] = 0.0, rng.uniform(-spread, spread, 3)
+    q[3:7] /= np.linalg.norm(q[3:7])
+    q[10:14] /= np.linalg.norm(q[10:14])
+    return q

@@ -289,10 +289,11 @@ def test_contact_cap_solves_the_deepest_slots():
 
 
 def test_unsupported_collision_pair_warns_and_is_skipped():
-    xml = """<mujoco><worldbody><geom name="floor" type="box" size="1 1 0.1"/>
-  <body pos="0 0 1"><freejoint/><geom name="egg" type="ellipsoid" size="0.1 0.2 0.1"/>
+    xml = """<mujoco><asset><mesh name="tet" vertex="0 0 0  1 0 0  0 1 0  0 0 1"/></asset>
+  <worldbody><geom name="rock" type="mesh" mesh="tet"/>
+  <body pos="0 0 1"><freejoint/><geom name="can" type="cylinder" size="0.1 0.2"/>
   </body></worldbody></mujoco>"""
-    with pytest.warns(physics.MJCFWarning, match="'egg', 'floor'"):
+    with pytest.warns(physics.MJCFWarning, match="'can', 'rock'"):
         sys = physics.load_mjcf(xml)
     assert sys.contact_pairs == ()
 

@@ -10,6 +10,7 @@ import physics
 from physics import collision as col
 from physics import convex
 from physics.step import step
+from tests.physics.shapes import free_pair_qpos
 
 
 def _geom(kind, size, pos="0 0 0", euler="0 0 0"):
@@ -94,11 +95,7 @@ def _random_poses(kind2, n, rng):
     d = mujoco.MjData(m)
     poses, theirs = [], []
     while len(poses) < n:
-        q = rng.normal(size=14)
-        q[:3], q[7:10] = 0.0, rng.uniform(-0.4, 0.4, 3)
-        q[3:7] /= np.linalg.norm(q[3:7])
-        q[10:14] /= np.linalg.norm(q[10:14])
-        d.qpos[:] = q
+        d.qpos[:] = free_pair_qpos(rng, 0.4)
         mujoco.mj_forward(m, d)
         if d.ncon == 0 or min(c.dist for c in d.contact[: d.ncon]) > -1e-3:
             continue

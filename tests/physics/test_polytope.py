@@ -13,6 +13,7 @@ from shapes import floats, prism, rock
 import physics
 from physics import collision as col
 from physics import contact, polytope
+from tests.physics.shapes import free_pair_qpos
 
 CUBE = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1)])
 MESHES = {"cube": CUBE, "slab": CUBE * [5, 5, 0.5], "rock": rock(), "prism": prism(6)}
@@ -54,11 +55,7 @@ def _touching_poses(m: mujoco.MjModel, n: int, rng: np.random.Generator, deepest
     """n random poses that MuJoCo reports touching, none deeper than ``deepest``."""
     d = mujoco.MjData(m)
     while n:
-        q = rng.normal(size=14)
-        q[:3], q[7:10] = 0.0, rng.uniform(-0.2, 0.2, 3)
-        q[3:7] /= np.linalg.norm(q[3:7])
-        q[10:14] /= np.linalg.norm(q[10:14])
-        d.qpos[:] = q
+        d.qpos[:] = free_pair_qpos(rng, 0.2)
         mujoco.mj_forward(m, d)
         if d.ncon and min(d.contact.dist[: d.ncon]) > deepest:
             n -= 1
