@@ -12,11 +12,15 @@ number of branch-free operations:
    bound; the best of several is kept.
 2. **Newton's method on the sphere of directions.** The gradient of s is the difference of
    the two support points, its Hessian the geoms' curvature radii (the ellipsoid's keeps the
-   tangent Hessian positive; a box or mesh adds none). A few Riemannian Newton steps, their
-   2x2 tangent Hessian kept positive and each turn bounded, start from the centres' direction
-   and from the best of the candidate directions: the partner's face normals (a cylinder's
-   caps) and the ellipsoid's axes. Where the optimum sits at a face normal of the partner (an
-   ellipsoid resting on a box face), that candidate is already exact.
+   tangent Hessian positive; a box or mesh adds none). Twelve Riemannian Newton steps, their
+   2x2 tangent Hessian kept positive, each turn bounded and backtracked (an unrolled line
+   search), start from the centres' direction and from the best of the candidate
+   directions: the partner's face normals (a cylinder's caps) and the ellipsoid's axes.
+   Where the optimum sits at a face normal of the partner (an ellipsoid resting on a box
+   face), that candidate is already exact. Where a box, mesh, capsule or cylinder makes the
+   support function kink (an edge, the capsule's ends), the steps run on its log-sum-exp
+   smoothing, its width shrinking step by step from 0.3 to 1e-4 of the geoms' size; every
+   iterate is scored on the exact separation.
 3. **The contact point** is the ellipsoid's support point moved half the distance along the
    normal: the ellipsoid is strictly convex, so its witness is unique (the partner's may be a
    whole face).
