@@ -2,10 +2,12 @@
 
 Two local actors x 8 envs; each learner update takes 16 unrolls of 32 steps. The actors keep
 acting while the learner updates, so later epochs see some policy lag, which V-trace corrects.
-Learning rate 3e-4. With 1e-3 a 150k-step run reached 500 and then collapsed to ~10 before the
+Learning rate 2e-4. With 1e-3 a 150k-step run reached 500 and then collapsed to ~10 before the
 end. With 5e-4, in 200k-step runs two at a time on 2 cores, about 1 in 10 never reached a mean of
-475 (best 5-window means of 300-460) or fell back to ~200 after 500. With 3e-4, 10 of 10 such
-runs reached it (best 483-500) and 9 of 10 ended above 490.
+475 (best 5-window means of 300-460) or fell back to ~200 after 500. With 3e-4, runs that peak
+early (~490 by 40k steps) can fall back and wander at 170-430: stopping at a 25-episode mean of
+475 within 450k steps, three at a time, 8 of 9 did, and 2 full test suites of the last 5 had
+the run that did not. With 2e-4, 12 of 12 did, in 27-64 s (64k-245k steps).
 """
 
 from accelrl.config import AgentConfig, BridgeConfig, EnvConfig, TrainConfig
@@ -20,7 +22,7 @@ def config() -> TrainConfig:
             unroll_length=32,
             num_epochs=4,
             num_minibatches=4,
-            learning_rate=3e-4,
+            learning_rate=2e-4,
             lr_schedule="linear",
             entropy_cost=0.01,
         ),

@@ -21,10 +21,10 @@ def test_cartpole_through_bridge_reaches_475(tmp_path):
         # The preset (2 actors x 8 envs), stopped once 25 consecutive episodes average 475:
         # gymnasium's reward_threshold for CartPole-v1, over 25 episodes and not its 100
         # because this asynchronous learner's returns still dip now and then (a 300k-step run
-        # never held 475 over 100). Runs stop at 20-46 s (12 of 12, two or three at a time);
-        # one in the full suite peaked at 419 by 94k steps, fell back to ~200 and was at ~300
-        # when the preset's 300k steps ran out, hence a budget of 450k here: a run that dips
-        # has room to recover (the asynchronous run is not deterministic, whatever the seed).
+        # never held 475 over 100). With the preset's learning rate, 2e-4, runs stop at 27-64 s
+        # (12 of 12, three at a time); at 3e-4 some peaked early, fell back and wandered at
+        # 170-430 through 450k steps. The budget of 450k gives a run that dips room to recover
+        # (the asynchronous run is not deterministic, whatever the seed).
         # tests/bridge/test_reliability.py and test_foreign_actor.py cover actors that keep
         # several messages in flight.
         "target_return=475",
