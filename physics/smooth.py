@@ -39,6 +39,7 @@ import numpy as np
 
 from physics.collision import ELLIPSOID_PARTNERS, Contact, _normalize, _stack, make_frame
 from physics.mesh import Hull
+from physics.polytope import Polytope
 from physics.system import (
     GEOM_BOX,
     GEOM_CAPSULE,
@@ -74,12 +75,9 @@ class Shape(NamedTuple):
         cls, kind: int, pos: jax.Array, mat: jax.Array, size: jax.Array, hull: Hull | None = None
     ) -> Shape:
         """The geom of MuJoCo type ``kind`` (``hull``: a mesh's convex hull, its frame)."""
-        if kind == GEOM_BOX:
-            signs = jnp.array([[i >> k & 1 for k in range(3)] for i in range(8)]) * 2.0 - 1.0
-            normals = jnp.concatenate([mat.T, -mat.T])
-            return cls(_POLYTOPE, pos, mat, size, pos + (signs * size) @ mat.T, normals)
-        if kind == GEOM_MESH:
-            return cls.polytope(pos + hull.vertices @ mat.T, hull.poly_normal @ mat.T, pos)
+        if kind in (GEOM_BOX, GEOM_MESH):
+            p = Polytope.box(pos, mat, size) if kind == GEOM_BOX else Polytope.of(pos, mat, hull)
+            return cls.polytope(p.verts, p.normals, pos)
         return cls(kind, pos, mat, size)
 
     @classmethod
@@ -113,13 +111,10 @@ def support(shape: Shape, n: jax.Array) -> jax.Array:
     """The geom's farthest point along unit n (one of them where a face or edge is)."""
     if shape.kind == _POLYTOPE:
         return shape.verts[jnp.argmax(shape.verts @ n)]
+    if shape.kind in (GEOM_SPHERE, GEOM_ELLIPSOID):  # smooth: their smoothing is exact
+        return _smoothed(shape, n, jnp.float32(1.0))[1]
     mat, size = shape.mat, shape.size
     m = mat.T @ n  # the direction in the geom's frame
-    if shape.kind == GEOM_SPHERE:
-        return shape.pos + size[0] * n
-    if shape.kind == GEOM_ELLIPSOID:
-        a2m = size**2 * m
-        return shape.pos + mat @ (a2m / jnp.sqrt(jnp.maximum(jnp.dot(m, a2m), 1e-30)))
     end = jnp.where(m[2] >= 0, 1.0, -1.0) * size[1] * mat[:, 2]
     if shape.kind == GEOM_CAPSULE:
         return shape.pos + end + size[0] * n
