@@ -110,8 +110,8 @@ def _random_poses(kind2, n, rng):
 def test_depth_is_the_minimum_translation(kind2):
     """On random touching poses our depth is the minimum translation distance: no direction of
     400k separates the shapes less than our normal does; our normal's gap is our depth; and
-    where MuJoCo's own normal separates the shapes by its reported depth (where its EPA found
-    the minimum), we report that depth and normal."""
+    where MuJoCo's own normal separates the shapes by its reported depth and that depth is the
+    minimum (where its EPA found it), we report that depth and normal."""
     rng = np.random.default_rng(0)
     pos, mat, size, mj_dist, mj_normal = _random_poses(kind2, 150, rng)
     ours = jax.jit(
@@ -134,7 +134,10 @@ def test_depth_is_the_minimum_translation(kind2):
         np.asarray(gap(pos, mat, size, jnp.asarray(normal[:, None]))[:, 0]), dist, atol=1e-6
     )
     at_theirs = np.asarray(gap(pos, mat, size, jnp.asarray(mj_normal[:, None], jnp.float32))[:, 0])
-    consistent = np.abs(at_theirs - mj_dist) < 1e-4
+    # MuJoCo's EPA may stop at a face that is not the minimum (4.0.1 does on 3 of these box
+    # poses, where a sampled direction separates the shapes less than its normal): compare where
+    # its normal attains its depth and no sampled direction beats that depth.
+    consistent = (np.abs(at_theirs - mj_dist) < 1e-4) & (mj_dist >= sampled - 1e-4)
     assert consistent.sum() > 0.7 * len(dist)
     np.testing.assert_allclose(dist[consistent], mj_dist[consistent], atol=2e-4)
     assert np.percentile(np.linalg.norm(normal - mj_normal, axis=1)[consistent], 95) < 1e-2
