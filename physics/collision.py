@@ -49,12 +49,14 @@ mesh-mesh          4      :mod:`physics.polytope`
 capsule-mesh       4      the segment's deepest point in the hull (golden section): exact
                           while the segment is outside the hull; lying along a face, its
                           surface line clipped to the face (2 points, as MuJoCo 4.0)
+cylinder-mesh      4      exact depth (the axes the feature pairs define; a rim against an
+                          edge by search), points as cylinder-box: :mod:`physics.polytope`
 ellipsoid-sphere,  1      the minimum translation distance, as MuJoCo's GJK/EPA: Newton on
 capsule, ellipsoid,       the sphere of directions over the support functions
 cylinder, box,            (:mod:`physics.smooth`)
 mesh
 =================  =====  =========================================================
-A mesh against a cylinder has no function here (MuJoCo clips their touching faces).
+Height fields collide with every type but planes and height fields (:mod:`physics.hfield`).
 
 Conventions follow MuJoCo's ``mjContact``: ``dist`` is signed (negative = penetration),
 ``pos`` is midway between the two surfaces, ``frame`` rows are (normal, tangent1, tangent2)
@@ -112,6 +114,7 @@ _NUM_CONTACTS = {
     (GEOM_CYLINDER, GEOM_CYLINDER): 4,
     (GEOM_CYLINDER, GEOM_BOX): 4,
     (GEOM_CAPSULE, GEOM_MESH): 4,
+    (GEOM_CYLINDER, GEOM_MESH): 4,
     (GEOM_BOX, GEOM_MESH): 4,
     (GEOM_MESH, GEOM_MESH): 4,
     **{tuple(sorted((GEOM_ELLIPSOID, t))): 1 for t in ELLIPSOID_PARTNERS},
@@ -682,11 +685,13 @@ def collide(
         return smooth.collide_ellipsoid(
             type1, type2, pos1, mat1, size1, pos2, mat2, size2, hull1, hull2
         )
-    if key in ((GEOM_CAPSULE, GEOM_MESH), (GEOM_BOX, GEOM_MESH), (GEOM_MESH, GEOM_MESH)):
+    if type2 == GEOM_MESH:  # a capsule, cylinder, box or mesh
         from physics import polytope  # built on this module's helpers
 
         if type1 == GEOM_CAPSULE:
             return polytope.collide_capsule_mesh(pos1, mat1, size1, pos2, mat2, hull2, margin)
+        if type1 == GEOM_CYLINDER:
+            return polytope.collide_cylinder_mesh(pos1, mat1, size1, pos2, mat2, hull2, margin)
         return polytope.collide_mesh(type1, pos1, mat1, size1, hull1, pos2, mat2, hull2, margin)
 
     if key == (GEOM_SPHERE, GEOM_SPHERE):

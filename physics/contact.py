@@ -115,9 +115,9 @@ def contact_pairs(
     the ``explicit`` pairs (<contact><pair>) first, then the geoms' own pairs, less those the
     explicit ones replace.
 
-    Pairs of types the narrow phase has no function for (plane-plane, as in MuJoCo; a
-    cylinder against a mesh or a height field) are returned too; :func:`unsupported_pairs`
-    lists them.
+    Explicit pairs of types the narrow phase has no function for (a plane or height field
+    against a height field, which MuJoCo accepts and never collides) are returned too;
+    :func:`unsupported_pairs` lists them.
     """
     weld = body_weldid(topology)
     parent = np.maximum(np.asarray(topology.body_parent), 0)

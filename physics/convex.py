@@ -124,12 +124,6 @@ class _Gap(NamedTuple):
             - _extent(self.kind2, self.mat2, self.size2, n)
         )
 
-    def best_across(self, edge: jax.Array, mat: jax.Array) -> jax.Array:
-        """The best direction perpendicular to ``edge`` and to a rim tangent of the cylinder
-        with frame ``mat`` (the normals a rim has against an edge or a side)."""
-        family = lambda t: _normalize(jnp.cross(edge, _tangent(mat, t)), _X)  # noqa: E731
-        return family(_search(lambda t: -self(family(t)[None])[0]))
-
     def polish(self, n: jax.Array) -> jax.Array:
         """n moved uphill by a fixed pattern search on the sphere (it only ever improves): a
         smooth optimum near the best candidate (two rims) is reached, not just approached."""
@@ -151,6 +145,16 @@ class _Gap(NamedTuple):
         return jax.lax.fori_loop(0, _POLISH, step, (n, h0, self(n[None])[0]))[0]
 
 
+def best_across(
+    gap: Callable[[jax.Array], jax.Array], edge: jax.Array, mat: jax.Array
+) -> jax.Array:
+    """The direction perpendicular to ``edge`` and to a rim tangent of the cylinder with frame
+    ``mat`` (the normals a rim has against an edge or a side) where ``gap`` (of unit
+    directions [m, 3]) is largest."""
+    family = lambda t: _normalize(jnp.cross(edge, _tangent(mat, t)), _X)  # noqa: E731
+    return family(_search(lambda t: -gap(family(t)[None])[0]))
+
+
 def _cylinder_box_axes(gap: _Gap) -> jax.Array:
     """Candidate normals [34, 3] of a cylinder (1) against a box (2)."""
     p1, m1, s1, p2, m2, s2 = gap.pos1, gap.mat1, gap.size1, gap.pos2, gap.mat2, gap.size2
@@ -165,7 +169,7 @@ def _cylinder_box_axes(gap: _Gap) -> jax.Array:
             jnp.cross(axis, m2.T),  # the side against a box edge
             _perp(corners - p1, axis),  # the side against a corner
             (corners[None] - near).reshape(-1, 3),  # a rim against a corner
-            jax.vmap(lambda e: gap.best_across(e, m1))(m2.T),  # a rim against an edge
+            jax.vmap(lambda e: best_across(gap, e, m1))(m2.T),  # a rim against an edge
         ]
     )
 
@@ -194,8 +198,8 @@ def _cylinder_cylinder_axes(gap: _Gap) -> jax.Array:
                     jnp.cross(a1, a2),  # side against side, skew
                     _perp(delta, a1),  # side against side, parallel
                     _perp(delta, a2),
-                    gap.best_across(a2, m1),  # rim 1 against side 2
-                    gap.best_across(a1, m2),  # rim 2 against side 1
+                    best_across(gap, a2, m1),  # rim 1 against side 2
+                    best_across(gap, a1, m2),  # rim 2 against side 1
                 ]
             ),
             rim_rim.reshape(-1, 3),  # rim against rim

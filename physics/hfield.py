@@ -1,5 +1,5 @@
 """Height fields: their files, and contacts of a terrain grid with spheres, capsules,
-ellipsoids, boxes and meshes.
+ellipsoids, cylinders, boxes and meshes.
 
 MuJoCo's height field (``<asset><hfield>``) is a grid of ``nrow x ncol`` heights over the
 rectangle ``[-size[0], size[0]] x [-size[1], size[1]]`` of its geom's frame, from a base at
@@ -22,13 +22,12 @@ Here the same, branch-free, over a fixed window of cells:
 - **Per prism:** a sphere takes the exact signed distance of its centre to the prism; a capsule
   that of its segment (apart: an end against the prism or the segment against an edge;
   overlapping: the least separation over their Minkowski faces), less the radius; an
-  ellipsoid its minimum translation distance (:mod:`physics.smooth`); a box or a mesh the
-  separating-axis distance and normal of the two polytopes, with its contact at the mean of
-  the touching features' clip points (MuJoCo's EPA reports one point of that overlap).
+  ellipsoid its minimum translation distance (:mod:`physics.smooth`); a cylinder, a box or a
+  mesh the separating-axis distance and normal against the prism, with its contact at the
+  mean of the touching features' clip points (MuJoCo's EPA reports one point of that
+  overlap).
 
-Cylinders against height fields are not built (the loader warns and leaves those pairs out,
-as for other pairs without a collision function); a plane or height field against a height
-field has no collision function in MuJoCo either.
+A plane or height field against a height field has no collision function, as in MuJoCo.
 """
 
 from __future__ import annotations
@@ -52,10 +51,23 @@ from physics.collision import (
     _stack,
 )
 from physics.mesh import Hull
-from physics.polytope import Polytope, _contacts, separating_axis
-from physics.system import GEOM_BOX, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_MESH, GEOM_SPHERE
+from physics.polytope import (
+    Polytope,
+    _contacts,
+    cylinder_contacts,
+    cylinder_separating_axis,
+    separating_axis,
+)
+from physics.system import (
+    GEOM_BOX,
+    GEOM_CAPSULE,
+    GEOM_CYLINDER,
+    GEOM_ELLIPSOID,
+    GEOM_MESH,
+    GEOM_SPHERE,
+)
 
-COLLIDES_WITH = (GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_BOX, GEOM_MESH)
+COLLIDES_WITH = (GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX, GEOM_MESH)
 """Geom types that collide with a height field here."""
 
 # A prism: vertices 0-2 the base triangle (counter-clockwise seen from above), 3-5 the top one
@@ -127,6 +139,9 @@ def _extent(
         half = jnp.abs(mat) @ size
     elif type2 == GEOM_ELLIPSOID:
         half = jnp.sqrt((mat**2) @ size**2)  # the exact box of the ellipsoid
+    elif type2 == GEOM_CYLINDER:
+        axis = mat[:, 2]  # the exact box: the caps' discs about the axis segment's ends
+        half = jnp.abs(axis) * size[1] + size[0] * jnp.sqrt(jnp.maximum(1.0 - axis**2, 0.0))
     else:
         world = hull.vertices @ mat.T
         return pos + world.min(axis=0), pos + world.max(axis=0)
@@ -196,6 +211,10 @@ def _prism_contact(
         egg = smooth.Shape.of(GEOM_ELLIPSOID, jnp.zeros(3), mat, size)
         dist, n = smooth.signed_distance(prism, egg)
         return dist, pos + smooth.contact_point(prism, egg, dist, n), n
+    if type2 == GEOM_CYLINDER:
+        sd, n = cylinder_separating_axis(pos, mat, size, poly)  # cylinder -> prism
+        clip = cylinder_contacts(pos, mat, size, poly, sd, n, jnp.maximum(margin, sd) + 1e-6)
+        return sd, _mean_point(clip), -n
     other = Polytope.box(pos, mat, size) if type2 == GEOM_BOX else Polytope.of(pos, mat, hull2)
     sd, n, k = separating_axis(poly, other)
     faces = poly.normals.shape[0] + other.normals.shape[0]
@@ -203,9 +222,14 @@ def _prism_contact(
     edge_pair = k >= faces
     edges = jnp.where(edge_pair, i, -1), jnp.where(edge_pair, j, -1)
     clip = _contacts(poly, other, sd, n, edges, jnp.maximum(margin, sd) + 1e-6, 4)
+    return sd, _mean_point(clip), n
+
+
+def _mean_point(clip: Contact) -> jax.Array:
+    """The mean of a clip's used points: the one point a prism's contact reports."""
     used = clip.dist < 0.5 * FAR
     weight = used / jnp.maximum(jnp.sum(used), 1)
-    return sd, weight @ clip.pos, n
+    return weight @ clip.pos
 
 
 def collide_hfield(

@@ -1,4 +1,5 @@
-"""Box-box, box-mesh, mesh-mesh and capsule-mesh contacts, as MuJoCo 4.0 reports them.
+"""Box-box, box-mesh, mesh-mesh, capsule-mesh and cylinder-mesh contacts, as MuJoCo 4.0
+reports them.
 
 A mesh collides as its convex hull (:class:`physics.mesh.Hull`) and a box as the hull of its
 corners, so both are convex polytopes here. Like :mod:`physics.convex`, in a fixed number of
@@ -22,8 +23,13 @@ branch-free operations:
    (:func:`physics.convex.touching_contacts`).
 
 A capsule against a mesh takes its depth from the hull's signed distance along its segment
-and its features from its surface (:func:`collide_capsule_mesh`). Two boxes take the classic
-15 axes and keep every distinct point of the clip, up to 8, as MuJoCo's box-box does
+and its features from its surface (:func:`collide_capsule_mesh`). A cylinder against a mesh
+(or a height field's prism) takes the largest separation over the directions that its
+features and the polytope's define, either sign: face normals, the cap axis, the axis
+crossed with each edge, the side against each vertex, each rim's closest point to each vertex,
+and a rim against each edge (a search, as :mod:`physics.convex` does for a box); its features
+are clipped as a cylinder's against a box (:func:`collide_cylinder_mesh`). Two boxes take the
+classic 15 axes and keep every distinct point of the clip, up to 8, as MuJoCo's box-box does
 (:func:`collide_boxes`).
 
 Normals point from geom1 to geom2 (a box before a mesh, as MuJoCo orders types). The cost
@@ -39,17 +45,31 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from physics.collision import Contact, _capsule_ends, _golden_min, _hull_sdf, _safe_norm
+from physics.collision import (
+    Contact,
+    _capsule_ends,
+    _golden_min,
+    _hull_sdf,
+    _normalize,
+    _safe_norm,
+)
 from physics.convex import (
     _FACE_COS,
     _FACE_SIN,
+    _X,
     CONVEX_CONTACTS,
     Feature,
+    _circle_point,
+    _cylinder_feature,
+    _extent,
     _padded,
+    _perp,
+    _rims,
+    best_across,
     touching_contacts,
 )
 from physics.mesh import Hull, box_hull
-from physics.system import GEOM_BOX
+from physics.system import GEOM_BOX, GEOM_CYLINDER
 
 _BOX = box_hull()
 _BOX_EDGE_AXIS = np.argmax(np.abs(np.diff(_BOX.vertices[_BOX.edges], axis=1)[:, 0]), axis=1)
@@ -297,3 +317,94 @@ def collide_mesh(
     """A box or mesh (geom1, ``type1``) against a mesh (geom2)."""
     a = Polytope.box(pos1, mat1, size1) if type1 == GEOM_BOX else Polytope.of(pos1, mat1, hull1)
     return collide_polytopes(a, Polytope.of(pos2, mat2, hull2), margin)
+
+
+class CylinderGap(NamedTuple):
+    """The separation of a cylinder (1) and a convex polytope (2) along unit directions n
+    [m, 3] from the cylinder: the polytope's lowest vertex along n less the cylinder's
+    highest point. Every n gives a lower bound of the signed distance; the largest equals it."""
+
+    pos: jax.Array
+    mat: jax.Array
+    size: jax.Array
+    poly: Polytope
+
+    def __call__(self, n: jax.Array) -> jax.Array:
+        return (
+            jnp.min(n @ self.poly.verts.T, axis=1)
+            - n @ self.pos
+            - _extent(GEOM_CYLINDER, self.mat, self.size, n)
+        )
+
+    def either_way(self, n: jax.Array) -> jax.Array:
+        """The separation along n or -n, whichever is larger."""
+        return jnp.maximum(self(n), self(-n))
+
+
+def _cylinder_axes(gap: CylinderGap) -> jax.Array:
+    """Candidate normals (either sign) of a cylinder against a polytope: the directions that
+    a pair of features defines (the faces of their Minkowski difference, and a rim's closest
+    approach to a vertex)."""
+    p1, m1, s1, b = gap.pos, gap.mat, gap.size, gap.poly
+    axis = m1[:, 2]
+    edges = jnp.maximum(b.edges, 0)  # padding rows: a zero edge, a harmless direction
+    along = b.verts[edges[:, 1]] - b.verts[edges[:, 0]]
+    rims = _rims(p1, m1, s1)
+    near = jax.vmap(lambda c: jax.vmap(lambda v: _circle_point(c, axis, s1[0], v))(b.verts))(rims)
+    return jnp.concatenate(
+        [
+            b.normals,  # the polytope's faces
+            axis[None],  # caps
+            jnp.cross(axis, along),  # the side against an edge
+            _perp(b.verts - p1, axis),  # the side against a vertex
+            (b.verts[None] - near).reshape(-1, 3),  # a rim against a vertex
+            jax.vmap(lambda e: best_across(gap.either_way, e, m1))(along),  # a rim, an edge
+        ]
+    )
+
+
+def cylinder_separating_axis(
+    pos: jax.Array, mat: jax.Array, size: jax.Array, poly: Polytope
+) -> tuple[jax.Array, jax.Array]:
+    """(signed distance, unit normal cylinder -> polytope) of a cylinder and a polytope: the
+    best of the candidate axes, either sign (every direction is a lower bound, so a
+    degenerate candidate such as a padding edge's is harmless)."""
+    gap = CylinderGap(pos, mat, size, poly)
+    n = _normalize(_cylinder_axes(gap), _X)
+    n = jnp.concatenate([n, -n])
+    sep = gap(n)
+    k = jnp.argmax(sep)
+    return sep[k], n[k]
+
+
+def cylinder_contacts(
+    pos: jax.Array,
+    mat: jax.Array,
+    size: jax.Array,
+    poly: Polytope,
+    sd: jax.Array,
+    n: jax.Array,
+    margin: jax.Array | float,
+) -> Contact:
+    """4 slots of a cylinder (geom1) and a polytope at their separating axis (sd, n): the
+    clip of the cylinder's cap, side line or rim point against the polytope's touching face,
+    edge or vertex, as for a box (:func:`physics.convex.collide_cylinder`)."""
+    f1 = _cylinder_feature(pos, mat, size, n)
+    return touching_contacts(f1, _feature(poly, -n), sd, n, margin)
+
+
+def collide_cylinder_mesh(
+    pos1: jax.Array,
+    mat1: jax.Array,
+    size1: jax.Array,
+    pos2: jax.Array,
+    mat2: jax.Array,
+    hull: Hull,
+    margin: jax.Array | float = 0.0,
+) -> Contact:
+    """A cylinder (geom1) against a mesh: 4 slots, as MuJoCo 4.0's convex collider reports
+    them."""
+    poly = Polytope.of(pos2, mat2, hull)
+    return cylinder_contacts(
+        pos1, mat1, size1, poly, *cylinder_separating_axis(pos1, mat1, size1, poly), margin
+    )

@@ -1,5 +1,5 @@
 """Height fields against MuJoCo 4.0: compiled terrain data from each source, and spheres,
-capsules and boxes rolling, sliding and resting on terrain (physics/hfield.py)."""
+capsules, cylinders and boxes rolling, sliding and resting on terrain (physics/hfield.py)."""
 
 import dataclasses
 import struct
@@ -163,6 +163,24 @@ def test_capsules_and_boxes_on_terrain_track_mujoco():
     np.testing.assert_allclose(ours[:, :7], theirs[:, :7], atol=1e-3)  # the capsules
     np.testing.assert_allclose(ours[:, 7:], theirs[:, 7:], atol=2e-3)  # the boxes
     assert 0.0495 < ours[1, 9] < 0.05  # at rest: sunk no deeper than the soft contact allows
+
+
+def test_cylinders_on_terrain_track_mujoco():
+    """Cans dropped tilted onto the hill and the ramp land on a rim and tumble: MuJoCo's path
+    to 2e-3 over 200 steps. A can set upright on flat ground over a grid vertex stands on its
+    cap with MuJoCo's six contacts (one per prism under it, each at the middle of the cap's
+    overlap with that prism) and stays put, sunk under 0.2 mm."""
+    xml = _terrains(
+        '<body><freejoint/><geom type="cylinder" size="0.08 0.1"/></body>',
+        ("hill", "ramp", "flat"),
+    )
+    tilted = (0.9, 0.3, 0.2, 0.0)
+    # the flat grid's lines are at multiples of 0.4 from -1: (-0.2, -0.2) is a grid vertex
+    starts = [_free(0.2, -0.1, 0.8, tilted), _free(3.05, 0.1, 0.5, tilted), _free(-3.2, -0.2, 0.1)]
+    ours, theirs, n_ours, n_theirs = _track(xml, starts, 200)
+    np.testing.assert_allclose(ours[:2], theirs[:2], atol=2e-3)
+    assert n_ours[2] == n_theirs[2] == 6
+    np.testing.assert_allclose(ours[2], starts[2], atol=2e-4)
 
 
 def test_terrain_contacts_have_finite_gradients():

@@ -1,4 +1,5 @@
-"""Box-mesh and mesh-mesh contacts against MuJoCo 4.0 and against the geometry."""
+"""Box-mesh, mesh-mesh, capsule-mesh and cylinder-mesh contacts against MuJoCo 4.0 and against
+the geometry."""
 
 import warnings
 
@@ -189,6 +190,7 @@ def _floor(x: float, geom: str = 'type="box" size=".5 .5 .05"') -> str:
 
 
 SLAB = 'type="mesh" mesh="slab"'
+CAN = '<geom type="cylinder" size=".04 .05"/>'
 # Side by side in one world, 1.5 m apart, so that one program is compiled for all of them:
 # each scene's ground, its free bodies (geom, x, y, z, euler), and its tolerance in q.
 SCENES = {
@@ -208,6 +210,12 @@ SCENES = {
     ),
     "capsule lands on a mesh slab": (
         SLAB, [('<geom type="capsule" size=".02 .06"/>', 0, 0.1, "0.3 1.4 0")], 1e-4
+    ),
+    "can stands on a mesh slab": (SLAB, [(CAN, 0, 0.0505, "0 0 0")], 1e-3),
+    "tilted can drops on a mesh slab": (SLAB, [(CAN, 0, 0.12, "0.5 0.3 0")], 5e-3),
+    "mesh cube rests on a wide can": (
+        None, [('<geom type="cylinder" size=".2 .05"/>', 0, 0.05, "0 0 0"),
+               (_mesh("cube"), 0.03, 0.2, "0 0 0")], 3e-4
     ),
 }  # fmt: skip
 
@@ -293,7 +301,7 @@ def test_capsule_contacts_like_mujoco():
     )
 
 
-def test_box_and_mesh_pairs_load_without_warning_and_cylinders_still_warn():
+def test_box_cylinder_and_mesh_pairs_load_without_warning():
     xml = f"""<mujoco>{ASSETS}<worldbody>{BOX}
       <body pos="0 0 .3"><freejoint/>{_mesh("rock")}</body>
       <body pos="0 0 .6"><freejoint/><geom name="pill" type="cylinder" size=".02 .05"/></body>
@@ -301,9 +309,8 @@ def test_box_and_mesh_pairs_load_without_warning_and_cylinders_still_warn():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sys = physics.load_mjcf(xml)
-    messages = [str(w.message) for w in caught if issubclass(w.category, physics.MJCFWarning)]
-    assert len(messages) == 1 and "'pill'" in messages[0], messages
-    assert {0, 1} in [set(p) for p in sys.contact_pairs] and len(sys.contact_pairs) == 2
+    assert not [w for w in caught if issubclass(w.category, physics.MJCFWarning)]
+    assert sorted(sys.contact_pairs) == [(0, 1), (2, 0), (2, 1)]
 
 
 @pytest.mark.parametrize("pair", ["box-rock", "capsule-rock"])
@@ -331,3 +338,50 @@ def test_depth_gradient_matches_finite_differences(pair):
     ]
     assert np.all(np.isfinite(grad)) and np.linalg.norm(grad) > 0.5
     np.testing.assert_allclose(grad, np.asarray(central), atol=2e-2)
+
+
+def _cylinder_gaps(u, centre, frame, size, verts):
+    """Separations [m] along unit directions u [m, 3] of a cylinder (radius, half-height
+    ``size``) and the points ``verts``, in float64."""
+    local = u @ frame
+    reach = size[1] * np.abs(local[:, 2]) + size[0] * np.linalg.norm(local[:, :2], axis=1)
+    return (verts @ u.T).min(0) - u @ centre - reach
+
+
+@pytest.mark.parametrize("mesh", ["rock", "prism"])
+def test_cylinder_depth_is_the_minimum_translation(mesh):
+    """Cylinder against a mesh on random touching poses (some deep): no direction of 200k
+    separates the shapes less than our normal does, and our normal's gap is our depth."""
+    m, sys = _model('<geom type="cylinder" size=".05 .07"/>', _mesh(mesh))
+    rng = np.random.default_rng(3)
+    dirs = rng.normal(size=(200_000, 3))
+    dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+    axis = jax.jit(polytope.cylinder_separating_axis)
+    for d in _touching_poses(m, 25, rng, deepest=-0.03):
+        kin = physics.forward_kinematics(sys, jnp.asarray(d.qpos, jnp.float32))
+        _, b = _polytopes(m, d, sys)
+        sd, n = map(np.asarray, axis(kin.geom_xpos[0], kin.geom_xmat[0], sys.geom_size[0], b))
+        shapes = (kin.geom_xpos[0], kin.geom_xmat[0], (0.05, 0.07), b.verts)
+        shapes = tuple(np.asarray(x, float) for x in shapes)
+        sampled = _cylinder_gaps(dirs, *shapes).max()
+        assert sd >= sampled - 1e-5, (sd, sampled)
+        np.testing.assert_allclose(_cylinder_gaps(n[None], *shapes)[0], sd, atol=1e-6)
+
+
+@pytest.mark.parametrize("mesh", ["cube", "rock", "prism"])
+def test_cylinder_contacts_like_mujoco(mesh):
+    """Shallow random poses through the model's collision: MuJoCo's deepest depth on at least
+    95% of them, and all of its contacts (count, depths, normal, points) on at least 75%
+    (80-92% seen). The rest: where a rim meets an edge the optimum is flat and MuJoCo's EPA
+    ends up to 5e-3 off in the normal (ours separates the shapes more, by 1e-7 to 5e-7 m),
+    or it reports the side lying near a face with that face's normal, the point twice."""
+    m, sys = _model('<geom type="cylinder" size=".06 .08"/>', _mesh(mesh))
+    collide = jax.jit(lambda q: contact._collide_all(
+        sys, physics.forward_kinematics(sys, q), contact._layout(sys),
+        jnp.zeros(1)))  # fmt: skip
+    rng, agree, deepest, total = np.random.default_rng(0), 0, 0, 40
+    for d in _touching_poses(m, total, rng, deepest=-0.003):
+        ours = jax.tree.map(np.asarray, collide(jnp.asarray(d.qpos, jnp.float32)))
+        deepest += abs(ours.dist.min() - d.contact.dist[: d.ncon].min()) < 1e-4
+        agree += _same_contacts(ours, d)
+    assert deepest >= 0.95 * total and agree >= 0.75 * total, (deepest, agree)
