@@ -213,10 +213,6 @@ SCENES = {
     ),
     "can stands on a mesh slab": (SLAB, [(CAN, 0, 0.0505, "0 0 0")], 1e-3),
     "tilted can drops on a mesh slab": (SLAB, [(CAN, 0, 0.12, "0.5 0.3 0")], 5e-3),
-    "mesh cube rests on a wide can": (
-        None, [('<geom type="cylinder" size=".2 .05"/>', 0, 0.05, "0 0 0"),
-               (_mesh("cube"), 0.03, 0.2, "0 0 0")], 3e-4
-    ),
 }  # fmt: skip
 
 
