@@ -1848,12 +1848,6 @@ class _Loader:
                 tuple(p["geoms"] for p in pairs),
             ),
         )
-        dropped = contact.unsupported_pairs(sys_.geom_type, sys_.contact_pairs)
-        if dropped:  # e.g. two cylinders: loadable (inertia), but without a collision function
-            self.warn_uncollided(dropped)
-            sys_ = dataclasses.replace(
-                sys_, contact_pairs=tuple(p for p in sys_.contact_pairs if p not in dropped)
-            )
         problems = contact.check_supported(sys_)
         if problems:
             raise self.error(None, "; ".join(problems))
