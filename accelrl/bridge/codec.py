@@ -91,13 +91,22 @@ class EnvSpec:
 
 def encode_tensor(array: np.ndarray) -> pb.Tensor:
     """A Tensor message holding `array`'s bytes (little-endian, C order)."""
+    return fill_tensor(pb.Tensor(), array)
+
+
+def fill_tensor(tensor: pb.Tensor, array: np.ndarray) -> pb.Tensor:
+    """Write `array` into `tensor`, a field of a message being built (protobuf copies a
+    submessage passed to a constructor: filling the field in place saves that copy)."""
     array = np.asarray(array)
     name = array.dtype.name
     if name not in _LITTLE:
         raise ProtocolError(f"dtype {name!r} cannot travel over the bridge")
     if array.dtype.byteorder == ">":
         array = array.astype(_LITTLE[name])
-    return pb.Tensor(dtype=name, shape=array.shape, data=array.tobytes())  # C order
+    tensor.dtype = name
+    tensor.shape.extend(array.shape)
+    tensor.data = array.tobytes()  # C order
+    return tensor
 
 
 def decode_tensor(
@@ -111,16 +120,9 @@ def decode_tensor(
 
     The result is a read-only view of the message's bytes (no copy).
     """
-    if tensor.dtype not in ALLOWED_DTYPES:
-        raise ProtocolError(f"{name}: dtype {tensor.dtype!r} is not allowed")
-    if dtype is not None and tensor.dtype != dtype:
-        raise ProtocolError(f"{name}: dtype {tensor.dtype} where {dtype} was expected")
     dims = tuple(tensor.shape)
-    if len(dims) > 8 or (dims and min(dims) < 0):
-        raise ProtocolError(f"{name}: invalid shape {list(dims)}")
-    if shape is not None and dims != shape and not _shape_matches(dims, shape):
-        expected = ["*" if e is None else e for e in shape]
-        raise ProtocolError(f"{name}: shape {list(dims)} where {expected} was expected")
+    if tensor.dtype != dtype or dims != shape:  # else both are the caller's valid ones
+        _check_header(tensor, name, dtype, shape, dims)
     little = _LITTLE[tensor.dtype]
     size = math.prod(dims) * little.itemsize
     if size > max_bytes:
@@ -132,6 +134,25 @@ def decode_tensor(
             f"({size} expected)"
         )
     return np.frombuffer(data, dtype=little).reshape(dims)
+
+
+def _check_header(
+    tensor: pb.Tensor,
+    name: str,
+    dtype: str | None,
+    shape: tuple[int | None, ...] | None,
+    dims: tuple[int, ...],
+) -> None:
+    """Raise ProtocolError unless `tensor`'s dtype and `dims` are allowed and as expected."""
+    if tensor.dtype not in ALLOWED_DTYPES:
+        raise ProtocolError(f"{name}: dtype {tensor.dtype!r} is not allowed")
+    if dtype is not None and tensor.dtype != dtype:
+        raise ProtocolError(f"{name}: dtype {tensor.dtype} where {dtype} was expected")
+    if len(dims) > 8 or (dims and min(dims) < 0):
+        raise ProtocolError(f"{name}: invalid shape {list(dims)}")
+    if shape is not None and not _shape_matches(dims, shape):
+        expected = ["*" if e is None else e for e in shape]
+        raise ProtocolError(f"{name}: shape {list(dims)} where {expected} was expected")
 
 
 def _shape_matches(dims: tuple[int, ...], shape: tuple[int | None, ...]) -> bool:
@@ -193,16 +214,23 @@ def encode_steps(
     final_observation: np.ndarray,
 ) -> pb.ActorMessage:
     """A Steps message (see bridge.proto for the meaning of each field)."""
-    return pb.ActorMessage(
-        steps=pb.Steps(
-            env_ids=np.asarray(env_ids, np.int32).tolist(),
-            observation=encode_tensor(observation),
-            reward=encode_tensor(np.asarray(reward, np.float32)),
-            terminated=encode_tensor(np.asarray(terminated, bool)),
-            truncated=encode_tensor(np.asarray(truncated, bool)),
-            final_observation=encode_tensor(final_observation),
-        )
-    )
+    message = pb.ActorMessage()
+    steps = message.steps
+    steps.env_ids.extend(np.asarray(env_ids, np.int32).tolist())
+    fill_tensor(steps.observation, observation)
+    fill_tensor(steps.reward, np.asarray(reward, np.float32))
+    fill_tensor(steps.terminated, np.asarray(terminated, bool))
+    fill_tensor(steps.truncated, np.asarray(truncated, bool))
+    fill_tensor(steps.final_observation, final_observation)
+    return message
+
+
+def actions_message(action: np.ndarray, policy_version: int) -> pb.ServerMessage:
+    """The server's reply to a Steps message: one action per env, in the message's order."""
+    message = pb.ServerMessage()
+    message.actions.policy_version = policy_version
+    fill_tensor(message.actions.action, action)
+    return message
 
 
 def decode_steps(
@@ -240,8 +268,8 @@ def decode_steps(
         (num_done, *obs_dims),
         limit,
     )
-    if np.issubdtype(observation.dtype, np.floating):
-        if not (np.isfinite(observation).all() and np.isfinite(final).all()):
+    if observation.dtype.kind == "f":
+        if not np.isfinite(observation).all() or (final.size and not np.isfinite(final).all()):
             raise ProtocolError("observation is not finite")
     return DecodedSteps(ids, observation, reward, terminated, truncated, final)
 
