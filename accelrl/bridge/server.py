@@ -2,11 +2,12 @@
 
 One grpc.aio server; each actor holds one bidirectional stream (`Act`). On the event loop a
 stream is validated (handshake within `bridge.handshake_timeout_s`, token, env spec, then every
-message, see codec.py; a refusal ends only that stream), its steps become transitions and
-sequences (trajectories.py) and its observations are batched for inference (batching.py,
-inference.py). Finished sequences go through a bounded queue (backpressure: replies wait while
-it is full) to the learner thread (learner_loop.py), which trains V-trace
-(vtrace_learner.py) or R2D2 (r2d2_learner.py) and publishes the parameters.
+message, see codec.py; a refusal ends only that stream), its observations are batched for
+inference (batching.py, inference.py) and answered, and then, while the actor steps its envs,
+its steps become transitions and sequences (trajectories.py). Finished sequences go through a
+bounded queue (backpressure: the stream's next message waits while it is full) to the learner
+thread (learner_loop.py), which trains V-trace (vtrace_learner.py) or R2D2 (r2d2_learner.py)
+and publishes the parameters.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from accelrl.bridge import bridge_pb2 as pb
 from accelrl.bridge.batching import Batcher
 from accelrl.bridge.codec import (
     ProtocolError,
+    actions_message,
     decode_steps,
-    encode_tensor,
     spec_from_handshake,
 )
 from accelrl.bridge.inference import Inference, inline_cpu_dispatch
@@ -262,7 +263,15 @@ class BridgeServer:
                 if self.done.is_set():
                     yield pb.ServerMessage(actions=pb.Actions(done=True))
                     return
-                yield await self._step(steps)
+                inputs = self.builder.acting_inputs(steps)
+                outputs, carry0, version = await self.batcher.submit(steps.env_ids, inputs)
+                action = np.asarray(outputs["env_action"], self.spec.action_dtype)
+                yield actions_message(action, version)
+                # Bookkeeping the reply does not need: done while the actor steps its envs
+                # (its next message is read only afterwards).
+                sequences = self.builder.complete(steps, inputs, outputs, carry0, version)
+                if sequences is not None and self.learn:
+                    await self._enqueue(sequences)  # backpressure: holds the next read
         finally:
             if allocated is not None:
                 self.slots.release(allocated[1])
@@ -277,18 +286,6 @@ class BridgeServer:
         if message.WhichOneof("kind") is None:
             return "empty message"
         return message
-
-    async def _step(self, steps: Any) -> pb.ServerMessage:
-        inputs, sequences = self.builder.observe(steps)
-        if sequences is not None and self.learn:
-            await self._enqueue(sequences)
-        ids = steps.env_ids
-        outputs, carry0, version = await self.batcher.submit(ids, inputs)
-        self.builder.record_actions(ids, inputs, outputs, carry0, version)
-        action = np.asarray(outputs["env_action"], self.spec.action_dtype)
-        return pb.ServerMessage(
-            actions=pb.Actions(action=encode_tensor(action), policy_version=version)
-        )
 
     async def _enqueue(self, item: dict[str, Any]) -> None:
         """Put finished sequences on the learner queue; while it is full, wait (backpressure)."""

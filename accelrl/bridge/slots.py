@@ -9,7 +9,8 @@ the reward and the next observation.
 The pending steps are one numpy structured array (a `Records` layout: one field per value,
 the recurrent state's leaves included), with room for what the reply adds, so that a message's
 transitions are gathered from it with ONE fancy index and written to the sequence rings with
-one more, instead of one gather and one scatter per field.
+one more (`Records.take` and `put`, moving records as raw bytes), instead of one gather and one
+scatter per field.
 """
 
 from __future__ import annotations
@@ -39,9 +40,20 @@ class Records:
         }
         spec = {**fields, **carry_fields}
         self.dtype = np.dtype([(name, np.dtype(t), shape) for name, (shape, t) in spec.items()])
+        self._bytes = np.dtype((np.void, self.dtype.itemsize))
 
     def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
         return np.zeros(shape, self.dtype)
+
+    # numpy gathers and scatters structured records field by field; viewed as opaque bytes
+    # they move whole, 4-5x faster (a message's records make several such moves)
+    def take(self, table: np.ndarray, index: Any) -> np.ndarray:
+        """`table[index]`: a copy of whole records."""
+        return table.view(self._bytes)[index].view(self.dtype)
+
+    def put(self, table: np.ndarray, index: Any, records: np.ndarray) -> None:
+        """`table[index] = records`, whole records."""
+        table.view(self._bytes)[index] = records.view(self._bytes)
 
     def fields(self, records: np.ndarray) -> dict[str, np.ndarray]:
         """Each named field of `records` (views)."""
@@ -52,6 +64,8 @@ class Records:
         return jax.tree.unflatten(self.carry_treedef, [records[n] for n in self.carry_names])
 
     def set_carry(self, records: np.ndarray, carry: Any) -> None:
+        if not self.carry_names:  # a feed-forward agent
+            return
         for name, leaf in zip(self.carry_names, jax.tree.leaves(carry), strict=True):
             records[name] = leaf
 

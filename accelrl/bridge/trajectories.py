@@ -1,8 +1,9 @@
 """Trajectory assembly on the bridge server: actor messages -> transitions -> sequences.
 
-`TrajectoryBuilder.observe` turns an actor's `Steps` (rewards and next observations of the
-actions the server chose last time) into transitions of the slots' pending steps, and
-`record_actions` makes the newly chosen actions pending. `SequenceAssembler` keeps each slot's
+For each actor message, `TrajectoryBuilder.acting_inputs` gives what the policy acts on, and
+after the reply, `complete` turns the message's `Steps` (rewards and next observations of the
+actions the server chose last time) into transitions of the slots' pending steps and makes the
+newly chosen actions pending. `SequenceAssembler` keeps each slot's
 last `length` transitions in a ring and emits them as one sequence every `period` transitions
 once `length` have accumulated: V-trace uses length = period = unroll length (disjoint
 unrolls), R2D2 length = burn-in + trace length with period < length (overlapping sequences, as
@@ -48,7 +49,7 @@ class SequenceAssembler:
         before its step); returns the sequences completed now (fields [m, length, ...] and
         `start_carry`) or None."""
         count = self.count[slots]
-        self.ring[slots, count % self.length] = transitions
+        self.records.put(self.ring, (slots, count % self.length), transitions)
         count += 1
         self.count[slots] = count
         ready = (count >= self.length) & ((count - self.length) % self.period == 0)
@@ -56,7 +57,7 @@ class SequenceAssembler:
             return None
         rows = slots[ready]
         oldest_first = (count[ready, None] - self.length + np.arange(self.length)) % self.length
-        windows = self.ring[rows[:, None], oldest_first]  # a copy: the rings move on
+        windows = self.records.take(self.ring, (rows[:, None], oldest_first))  # the rings move on
         item = self.records.fields(windows)
         item["start_carry"] = self.records.carry(windows[:, 0])
         return item
@@ -99,62 +100,79 @@ class TrajectoryBuilder:
             self.assembler.reset(allocated[1])
         return allocated
 
-    def observe(self, steps: Any) -> tuple[dict[str, np.ndarray], dict | None]:
-        """Complete the pending transitions of `steps.env_ids`; returns the acting inputs for
-        the new observations (observation, is_first, prev_action, prev_reward) and the
-        sequences completed by this message (or None)."""
+    def acting_inputs(self, steps: Any) -> dict[str, np.ndarray]:
+        """What the policy acts on for `steps`' new observations: observation (stacked),
+        is_first, and the slots' previous action and its reward (zero for a slot's first
+        step)."""
         s = self.slots
         ids = steps.env_ids
-        done = steps.terminated | steps.truncated
-        starts = done | s.fresh[ids]
-        observation = s.stack(ids, steps.observation, starts)
+        starts = steps.terminated | steps.truncated | s.fresh[ids]
+        pend = s.has_pending[ids]
+        prev_action, prev_reward = s.pending_action[ids], steps.reward
+        if not pend.all():
+            prev_action[~pend] = 0
+            prev_reward = np.where(pend, prev_reward, np.float32(0))
+        return {
+            "observation": s.stack(ids, steps.observation, starts),
+            "is_first": starts,
+            "prev_action": prev_action,
+            "prev_reward": prev_reward,
+        }
+
+    def complete(
+        self,
+        steps: Any,
+        inputs: dict[str, np.ndarray],
+        outputs: dict[str, np.ndarray],
+        carry: Any,
+        version: int,
+    ) -> dict | None:
+        """After acting on `inputs` (from `acting_inputs(steps)`): turn the slots' pending
+        steps into transitions with `steps`' outcome, then make the new actions pending
+        (`carry`: the state each env acted from). Returns the sequences completed now, or None.
+        The reply does not need any of this, so the server sends it first."""
+        item = self._add_transitions(steps, inputs["observation"])
+        self._record_actions(steps.env_ids, inputs, outputs, carry, version)
+        return item
+
+    def _add_transitions(self, steps: Any, observation: np.ndarray) -> dict | None:
+        s = self.slots
+        ids = steps.env_ids
         pend = s.has_pending[ids]
         all_pending = bool(pend.all())
         # the rows of envs with a pending step (all of them, usually: no copy then)
         of_pending = (lambda x: x) if all_pending else (lambda x: x[pend])
         p = of_pending(ids)
-        pending = s.pending[p]  # one gather of every field of the pending steps
-        if all_pending:
-            prev_action, prev_reward = pending["action"], steps.reward
-        else:
-            prev_action = np.zeros_like(s.pending_action[ids])
-            prev_action[pend] = pending["action"]
-            prev_reward = np.where(pend, steps.reward, np.float32(0))
-        item = None
-        if p.size:
-            reward = of_pending(steps.reward)
-            pending["next_observation"] = of_pending(observation)
-            pending["reward"] = reward
-            pending["terminated"] = of_pending(steps.terminated)
-            pending["truncated"] = of_pending(steps.truncated)
-            if done.any():
-                final = s.stack(ids[done], steps.final_observation, np.zeros(done.sum(), bool))
-                rows = np.zeros(len(ids), np.int64)  # row of each env in `final` (done envs)
-                rows[done] = np.arange(len(final))
-                done_p = of_pending(done)
-                pending["next_observation"][done_p] = final[rows[pend][done_p]]
-            else:
-                done_p = None
-            item = self.assembler.add(p, pending)
-            s.episode_return[p] += reward
-            s.episode_length[p] += 1
-            if done_p is not None:
-                ended = p[done_p]
-                returns = s.episode_return[ended].tolist()
-                lengths = s.episode_length[ended].tolist()
-                self.episodes.extend(zip(returns, lengths, strict=True))
-                s.episode_return[ended] = 0
-                s.episode_length[ended] = 0
-            self.transitions += int(p.size)
-        inputs = {
-            "observation": observation,
-            "is_first": starts,
-            "prev_action": prev_action,
-            "prev_reward": prev_reward,
-        }
-        return inputs, item
+        if not p.size:
+            return None
+        pending = s.records.take(s.pending, p)  # one gather of every field of the pending steps
+        reward = of_pending(steps.reward)
+        pending["next_observation"] = of_pending(observation)
+        pending["reward"] = reward
+        pending["terminated"] = of_pending(steps.terminated)
+        pending["truncated"] = of_pending(steps.truncated)
+        done = steps.terminated | steps.truncated
+        done_p = None
+        if done.any():
+            final = s.stack(ids[done], steps.final_observation, np.zeros(done.sum(), bool))
+            rows = np.zeros(len(ids), np.int64)  # row of each env in `final` (done envs)
+            rows[done] = np.arange(len(final))
+            done_p = of_pending(done)
+            pending["next_observation"][done_p] = final[rows[pend][done_p]]
+        item = self.assembler.add(p, pending)
+        s.episode_return[p] += reward
+        s.episode_length[p] += 1
+        if done_p is not None:
+            ended = p[done_p]
+            returns = s.episode_return[ended].tolist()
+            lengths = s.episode_length[ended].tolist()
+            self.episodes.extend(zip(returns, lengths, strict=True))
+            s.episode_return[ended] = 0
+            s.episode_length[ended] = 0
+        self.transitions += int(p.size)
+        return item
 
-    def record_actions(
+    def _record_actions(
         self,
         ids: np.ndarray,
         inputs: dict[str, np.ndarray],
@@ -162,7 +180,6 @@ class TrajectoryBuilder:
         carry: Any,
         version: int,
     ) -> None:
-        """Make the chosen actions pending (`carry`: the state each env acted from)."""
         s = self.slots
         step = np.empty(len(ids), s.pending.dtype)  # built whole, then ONE scatter
         step["observation"] = inputs["observation"]
@@ -174,6 +191,6 @@ class TrajectoryBuilder:
         for name in s.extra_names:
             step[name] = outputs[name]
         s.records.set_carry(step, carry)
-        s.pending[ids] = step
+        s.records.put(s.pending, ids, step)
         s.has_pending[ids] = True
         s.fresh[ids] = False
