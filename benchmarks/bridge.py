@@ -12,6 +12,9 @@ same cores and in the same run:
   machine - the env stepped in one process per core without any bridge (what the whole machine
             does, the strictest yardstick for bridge/local).
 
+Bridge and echo alternate, three rounds per point by default, and the row keeps the round with
+the median ratio: a shared host's throughput drifts by tens of percent within minutes.
+
 It also accounts for CPU time: the env's CPU per step (local) and the server's CPU per step
 (inference, batching and gRPC; the learner is paused). When server and actors share the same
 cores, bridge/local cannot exceed the "CPU ceiling" min(1, cores / (env + server) / local),
@@ -19,7 +22,7 @@ so the table shows whether the bridge or the CPU is the limit (on a CPU-only hos
 convolutional policy's inference can cost more CPU than the game itself).
 
     .venv/bin/python benchmarks/bridge.py            # trivial env and Atari Pong
-    .venv/bin/python benchmarks/bridge.py --quick    # fewer, shorter points
+    .venv/bin/python benchmarks/bridge.py --quick    # fewer, shorter points, one round
 """
 
 from __future__ import annotations
@@ -286,30 +289,41 @@ def bench(
     overrides: list[str],
     points: list[tuple[int, int, int]],
     seconds: float,
+    rounds: int = 3,
 ) -> list[dict]:
-    """One row per (actors, envs per actor, groups in flight per actor)."""
+    """One row per (actors, envs per actor, groups in flight per actor).
+
+    Bridge and echo are measured alternately, `rounds` times per point, and the row reports the
+    round with the median bridge/echo ratio: on a shared host the throughput of both drifts by
+    tens of percent within minutes, and a bridge run next to its echo run compares like with
+    like. Every round's ratio is kept (`bridge/echo_rounds`).
+    """
     rows = []
     bridge = BridgeUnderTest(preset, [f"bridge.env={env_id}", *overrides])
+    echo = EchoServer()
+    measured = []
     try:
-        bridged = [bridge.measure(a, e, g, seconds) for a, e, g in points]
+        for a, e, g in points:
+            pairs = []
+            for _ in range(rounds):
+                b = bridge.measure(a, e, g, seconds)
+                ech = children(
+                    [child_args("echo", env_id, e, seconds, port=echo.port, groups=g)] * a
+                )
+                echo_sps = sum(r["steps_per_s"] for r in ech)
+                pairs.append((b["steps_per_s"] / echo_sps, b, ech, echo_sps))
+            measured.append(sorted(pairs, key=lambda pair: pair[0]))
     finally:
         bridge.close()
-    echo = EchoServer()
-    try:
-        echoed = [
-            children([child_args("echo", env_id, e, seconds, port=echo.port, groups=g)] * a)
-            for a, e, g in points
-        ]
-    finally:
         echo.close()
     local_seconds = min(seconds, 3.0)
     # the most the machine steps these envs without a bridge: one process per core
     most_envs = max(e for _, e, _ in points)
     machine = children([child_args("local", env_id, most_envs, local_seconds)] * cpu_cores())
     machine_sps = sum(r["steps_per_s"] for r in machine)
-    for (a, e, g), b, ech in zip(points, bridged, echoed, strict=True):
+    for (a, e, g), pairs in zip(points, measured, strict=True):
+        ratio, b, ech, echo_sps = pairs[len(pairs) // 2]
         local = children([child_args("local", env_id, e, local_seconds)] * a)
-        echo_sps = sum(r["steps_per_s"] for r in ech)
         local_sps = sum(r["steps_per_s"] for r in local)
         env_cpu = float(np.mean([r["cpu_us_per_step"] for r in local]))
         server_cpu = b["server_cpu_us_per_step"]
@@ -323,7 +337,8 @@ def bench(
             "echo_sps": echo_sps,
             "local_sps": local_sps,
             "machine_sps": machine_sps,
-            "bridge/echo": b["steps_per_s"] / echo_sps,
+            "bridge/echo": ratio,
+            "bridge/echo_rounds": [round(pair[0], 3) for pair in pairs],
             "bridge/local": b["steps_per_s"] / local_sps,
             "bridge/machine": b["steps_per_s"] / machine_sps,
             "batch_mean": b["batch_mean"],
@@ -361,6 +376,9 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int)
     parser.add_argument("--groups", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="bridge/echo pairs per point (the median is kept)"
+    )
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-pong", action="store_true")
     parser.add_argument(
@@ -382,6 +400,7 @@ def main() -> None:
         return
 
     seconds = 3.0 if args.quick else args.seconds
+    rounds = 1 if args.quick else args.rounds
     # (actors, envs per actor, messages in flight per actor)
     trivial_points = (
         [(1, 1, 1), (1, 32, 1), (2, 32, 1)]
@@ -389,7 +408,7 @@ def main() -> None:
         else [(1, 1, 1), (1, 8, 1), (1, 32, 1), (1, 32, 2), (2, 8, 1), (2, 32, 1), (4, 32, 1)]
     )
     common = ["bridge.max_batch=128", "bridge.max_envs=512", "bridge.deadline_ms=2"]
-    rows = bench("trivial:4", "cartpole_vtrace_bridge", common, trivial_points, seconds)
+    rows = bench("trivial:4", "cartpole_vtrace_bridge", common, trivial_points, seconds, rounds)
     if not args.no_pong:
         if args.pong_points:
             pong_points = [parse_point(p) for p in args.pong_points]
@@ -403,6 +422,7 @@ def main() -> None:
             ["bridge.max_batch=64", "bridge.deadline_ms=5"],
             pong_points,
             seconds,
+            rounds,
         )
     from common import load_average, write_result
 
@@ -438,7 +458,9 @@ def main() -> None:
                     "title": "env steps/s",
                     "columns": columns,
                     "rows": [[r[c] for c in columns] for r in rows],
-                    "note": "bridge: actors -> server with jitted inference; groups: messages "
+                    "note": f"bridge/echo: the median of {rounds} rounds, each a bridge run "
+                    "next to an echo run (every round's ratio is in the JSON). "
+                    "bridge: actors -> server with jitted inference; groups: messages "
                     "in flight per actor, each with envs_per_actor/groups envs; echo: raw "
                     "grpc.aio echo of the same messages, as many in flight; local: the envs "
                     "alone, same processes; machine: the envs alone in one process per core "
