@@ -78,8 +78,10 @@ class LocomotionEnv(Environment[LocomotionState], abc.ABC):
     # Exact while no more are active (Ant has at most ~6 of its 25 slots); much faster.
     max_contacts: int | None = 8
     # Newton steps per constraint solve (physics.load_mjcf's newton_steps). These models' soft
-    # contacts converge in 4, which tests/physics/test_contacts_vs_mujoco.py checks against
-    # MuJoCo; a model of your own with stiffer contacts may need load_mjcf's default (8).
+    # contacts converge in 4 on nearly every step (tests/physics/test_contacts_vs_mujoco.py
+    # checks trajectories against MuJoCo); under full-range random controls about 3 Ant steps
+    # in 1000 need 5-6, as MuJoCo's own solver does, and 6 would cost ~20% of the step
+    # throughput (docs/design.md). A model with stiffer contacts may need load_mjcf's default (8).
     newton_steps: int = 4
 
     def __init__(self) -> None:
