@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -283,6 +284,21 @@ def child_args(role: str, env_id: str, num_envs: int, seconds: float, **extra: o
     return args
 
 
+class _Round(NamedTuple):
+    """One bridge run and the echo run next to it, at one point."""
+
+    bridge: dict  # BridgeUnderTest.measure
+    echo: list[dict]  # one result per echo client
+
+    @property
+    def echo_sps(self) -> float:
+        return sum(r["steps_per_s"] for r in self.echo)
+
+    @property
+    def ratio(self) -> float:
+        return self.bridge["steps_per_s"] / self.echo_sps
+
+
 def bench(
     env_id: str,
     preset: str,
@@ -304,15 +320,16 @@ def bench(
     measured = []
     try:
         for a, e, g in points:
-            pairs = []
-            for _ in range(rounds):
-                b = bridge.measure(a, e, g, seconds)
-                ech = children(
-                    [child_args("echo", env_id, e, seconds, port=echo.port, groups=g)] * a
+            runs = [
+                _Round(
+                    bridge.measure(a, e, g, seconds),
+                    children(
+                        [child_args("echo", env_id, e, seconds, port=echo.port, groups=g)] * a
+                    ),
                 )
-                echo_sps = sum(r["steps_per_s"] for r in ech)
-                pairs.append((b["steps_per_s"] / echo_sps, b, ech, echo_sps))
-            measured.append(sorted(pairs, key=lambda pair: pair[0]))
+                for _ in range(rounds)
+            ]
+            measured.append(sorted(runs, key=lambda run: run.ratio))
     finally:
         bridge.close()
         echo.close()
@@ -321,8 +338,9 @@ def bench(
     most_envs = max(e for _, e, _ in points)
     machine = children([child_args("local", env_id, most_envs, local_seconds)] * cpu_cores())
     machine_sps = sum(r["steps_per_s"] for r in machine)
-    for (a, e, g), pairs in zip(points, measured, strict=True):
-        ratio, b, ech, echo_sps = pairs[len(pairs) // 2]
+    for (a, e, g), runs in zip(points, measured, strict=True):
+        median = runs[len(runs) // 2]
+        b = median.bridge
         local = children([child_args("local", env_id, e, local_seconds)] * a)
         local_sps = sum(r["steps_per_s"] for r in local)
         env_cpu = float(np.mean([r["cpu_us_per_step"] for r in local]))
@@ -334,11 +352,11 @@ def bench(
             "envs_per_actor": e,
             "groups": g,
             "bridge_sps": b["steps_per_s"],
-            "echo_sps": echo_sps,
+            "echo_sps": median.echo_sps,
             "local_sps": local_sps,
             "machine_sps": machine_sps,
-            "bridge/echo": ratio,
-            "bridge/echo_rounds": [round(pair[0], 3) for pair in pairs],
+            "bridge/echo": median.ratio,
+            "bridge/echo_rounds": [round(run.ratio, 3) for run in runs],
             "bridge/local": b["steps_per_s"] / local_sps,
             "bridge/machine": b["steps_per_s"] / machine_sps,
             "batch_mean": b["batch_mean"],
@@ -348,8 +366,8 @@ def bench(
             "env_cpu_us": env_cpu,
             "server_cpu_us": server_cpu,
             "cpu_ceiling": ceiling,
-            "echo_rtt_p50_ms": ech[0]["p50_ms"],
-            "echo_rtt_p99_ms": ech[0]["p99_ms"],
+            "echo_rtt_p50_ms": median.echo[0]["p50_ms"],
+            "echo_rtt_p99_ms": median.echo[0]["p99_ms"],
         }
         print(json.dumps(row), flush=True)
         rows.append(row)
