@@ -434,12 +434,11 @@ def test_a_step_where_mujoco_needs_six_newton_iterations_converges_as_mujoco_doe
     for _ in range(22):
         ctrl = rng.uniform(-1, 1, size=m.nu)
         d.ctrl[:] = ctrl
-        before = physics.init(sys, d.qpos.copy(), d.qvel.copy())._replace(
-            qacc=jnp.asarray(d.qacc_warmstart, jnp.float32)
-        )
+        q, qd, warm = d.qpos.copy(), d.qvel.copy(), d.qacc_warmstart.copy()
         mujoco.mj_step(m, d)
     # the test's premise: this is the hard step (6 iterations with mujoco 4.0)
     assert d.solver_niter[0] >= 5 and d.ncon >= 1, (d.solver_niter[0], d.ncon)
+    before = physics.init(sys, q, qd)._replace(qacc=jnp.asarray(warm, jnp.float32))
     qvel = {
         n: np.asarray(step(dataclasses.replace(sys, newton_steps=n), before, ctrl).qd)
         for n in (4, 6)
