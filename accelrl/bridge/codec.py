@@ -34,6 +34,9 @@ ALLOWED_DTYPES = (
 """dtype names a Tensor may carry (no object/void/string dtypes: nothing that needs pickle)."""
 
 _LITTLE = {name: np.dtype(name).newbyteorder("<") for name in ALLOWED_DTYPES}
+_NAMES = {np.dtype(name).newbyteorder(order): name for name in ALLOWED_DTYPES for order in "<>"}
+"""Each allowed dtype, in either byte order, to its name: a dict lookup costs 0.1 us where
+numpy's `dtype.name` (Python code) costs ~4, and encoding fills five tensors per message."""
 
 MAX_TENSOR_BYTES = 512 * 1024 * 1024
 """Absolute cap on one decoded tensor, whatever the spec says."""
@@ -98,9 +101,9 @@ def fill_tensor(tensor: pb.Tensor, array: np.ndarray) -> pb.Tensor:
     """Write `array` into `tensor`, a field of a message being built (protobuf copies a
     submessage passed to a constructor: filling the field in place saves that copy)."""
     array = np.asarray(array)
-    name = array.dtype.name
-    if name not in _LITTLE:
-        raise ProtocolError(f"dtype {name!r} cannot travel over the bridge")
+    name = _NAMES.get(array.dtype)
+    if name is None:
+        raise ProtocolError(f"dtype {array.dtype.name!r} cannot travel over the bridge")
     if array.dtype.byteorder == ">":
         array = array.astype(_LITTLE[name])
     tensor.dtype = name

@@ -85,6 +85,16 @@ def test_tensor_roundtrip_and_checks():
         decode_tensor(pb.Tensor(dtype="float32", shape=[1 << 40], data=b""), "x")
 
 
+def test_tensor_encoding_sends_little_endian_and_refuses_other_dtypes():
+    big = np.arange(6, dtype=">i4").reshape(2, 3)
+    tensor = encode_tensor(big)
+    assert tensor.dtype == "int32" and tensor.data == big.astype("<i4").tobytes()
+    np.testing.assert_array_equal(decode_tensor(tensor, "x", "int32", (2, 3)), big)
+    for dtype in ("O", "U3", "complex64", "datetime64[s]", [("a", "f4")]):
+        with pytest.raises(ProtocolError, match="cannot travel"):
+            encode_tensor(np.zeros(2, dtype))
+
+
 def _steps(ids, reward=None, obs=None, terminated=None, final=None):
     n = len(ids)
     obs = np.zeros((n, 4), np.float32) if obs is None else obs
