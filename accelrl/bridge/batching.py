@@ -1,13 +1,22 @@
-"""Dynamic batching of actors' inference requests on the server's event loop.
+"""Dynamic batching of actors' messages on the server's event loop.
 
 A batch runs when `max_batch` env steps wait, when every connected actor's message is waiting
 (waiting longer could not fill it: the server reads an actor's next message only after
 answering its last), or `deadline` seconds after its first request arrived, whichever is
 first, so a dead actor never stalls the others. The request that fills a batch launches it and
 a timer launches a batch at its deadline: no batching task, queue or per-wait task on the hot
-path. On the CPU backend inference runs inline on the event loop (a thread hop per batch costs
-more than the tiny inference itself); on accelerators it runs on one worker thread with at most
-two batches in flight, so batches execute in order while the loop keeps parsing messages (and
+path.
+
+The whole batch is one call of `run` (the server's: acting inputs, inference, trajectory
+bookkeeping for all the batch's envs at once, so the per-call numpy and dispatch costs are
+paid once per batch rather than once per actor message). `run` returns each request's reply
+and the bookkeeping the replies do not wait for, which runs after the replies go out and
+before the next batch: every batch sees the slots as the previous one left them, and
+`after_launched` puts other slot-table work (freeing a gone actor's slots) in that same order.
+
+On the CPU backend batches run inline on the event loop (a thread hop per batch costs more
+than the tiny inference itself); on accelerators they run on one worker thread with at most
+two batches in flight, so they execute in order while the loop keeps parsing messages (and
 requests arriving meanwhile form the next, fuller batch).
 """
 
@@ -20,44 +29,49 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
-import numpy as np
-
-from accelrl.bridge.inference import Inference
 
 MAX_IN_FLIGHT = 2
-"""Batches queued on the inference thread at once (accelerators only)."""
+"""Batches queued on the worker thread at once (accelerators only)."""
 
 
-@dataclass
+class Ran(NamedTuple):
+    """What `run` gives for one batch."""
+
+    replies: list[Any]  # one per request, in the batch's order
+    # runs after the replies are delivered, before the next batch; must not raise (the
+    # server's stops the run on an error instead)
+    bookkeeping: Callable[[], None]
+
+
+@dataclass(eq=False)  # found in the queue by identity
 class _Request:
-    slots: np.ndarray
-    inputs: dict[str, np.ndarray]
+    payload: Any
+    size: int  # env steps
     arrival: float
     future: asyncio.Future
 
 
 class Batcher:
-    """Collects requests into batches and delivers each actor its rows of the result."""
+    """Collects requests into batches, runs them in order, delivers each its reply."""
 
     def __init__(
         self,
-        inference: Inference,
-        get_params: Callable[[], tuple[Any, int]],
+        run: Callable[[list[Any]], Ran],
         max_batch: int,
         deadline: float,
         max_waiting: Callable[[], int] | None = None,
     ) -> None:
-        """`max_waiting()`: the most env steps that can wait at once (one message per actor)."""
-        self.inference = inference
+        """`run(payloads)`: one batch; `max_waiting()`: the most env steps that can wait at
+        once (one message per actor)."""
+        self.run = run
         self.max_waiting = max_waiting or (lambda: max_batch)
         inline_env = os.environ.get("ACCELRL_BRIDGE_INLINE_INFERENCE")
         self.inline = (
             (jax.default_backend() == "cpu") if inline_env is None else (inline_env == "1")
         )
-        self.get_params = get_params
         self.max_batch = max_batch
         self.deadline = deadline
         self._pending: collections.deque[_Request] = collections.deque()
@@ -65,6 +79,7 @@ class Batcher:
         self._timer: asyncio.TimerHandle | None = None
         self._in_flight = 0
         self._max_in_flight = 1 if self.inline else MAX_IN_FLIGHT
+        self._bookkeeping: collections.deque[Callable[[], None]] = collections.deque()  # inline
         self._executor = concurrent.futures.ThreadPoolExecutor(1, "inference")
         # statistics since the last `take_stats`
         self.batches = 0
@@ -74,13 +89,32 @@ class Batcher:
         self.latencies: collections.deque[float] = collections.deque(maxlen=100_000)
         self.batch_sizes: collections.deque[int] = collections.deque(maxlen=100_000)
 
-    async def submit(self, slots: np.ndarray, inputs: dict[str, np.ndarray]) -> tuple:
-        """`(outputs, carry0, policy version)` for these slots' inputs."""
+    async def submit(self, payload: Any, size: int) -> Any:
+        """The reply to `payload` (`size` env steps), once its batch has run."""
         future = asyncio.get_running_loop().create_future()
-        self._pending.append(_Request(slots, inputs, time.perf_counter(), future))
-        self._pending_envs += len(slots)
+        request = _Request(payload, size, time.perf_counter(), future)
+        self._pending.append(request)
+        self._pending_envs += size
         self._launch_ready()
-        return await future
+        try:
+            return await future
+        except asyncio.CancelledError:  # the actor is gone: never run its request
+            if request in self._pending:
+                self._pending.remove(request)
+                self._pending_envs -= size
+            raise
+
+    def after_launched(self, function: Callable[..., Any], *args: Any) -> None:
+        """Call `function(*args)` after every batch launched so far has run with its
+        bookkeeping (at once when none is running), before any batch launched later."""
+        if self.inline:
+            self._catch_up()
+            function(*args)
+            return
+        try:
+            self._executor.submit(function, *args)
+        except RuntimeError:  # shut down: no batch runs any more
+            function(*args)
 
     def take_stats(self) -> dict[str, float]:
         stats = {
@@ -111,7 +145,7 @@ class Batcher:
             while self._pending and n < target:
                 request = self._pending.popleft()
                 batch.append(request)
-                n += len(request.slots)
+                n += request.size
             self._pending_envs -= n
             self._launch(batch)
         if self._pending and self._in_flight < self._max_in_flight:
@@ -122,55 +156,55 @@ class Batcher:
     def _launch(self, batch: list[_Request]) -> None:
         self.max_fill_wait = max(self.max_fill_wait, time.perf_counter() - batch[0].arrival)
         self._in_flight += 1
+        loop = asyncio.get_running_loop()
         if self.inline:
+            self._catch_up()
             try:
-                result = self._infer(batch)
+                ran = self.run([r.payload for r in batch])
             except Exception as error:  # noqa: BLE001 - delivered to the waiting actors
+                self._in_flight -= 1
                 self._fail(batch, error)
-            else:
-                self._deliver(result, batch)
+                return
+            self._in_flight -= 1
+            self._deliver(ran.replies, batch)
+            # after the woken streams have sent their replies (call_soon runs in order)
+            self._bookkeeping.append(ran.bookkeeping)
+            loop.call_soon(self._catch_up)
             return
-        task = asyncio.get_running_loop().run_in_executor(self._executor, self._infer, batch)
+        task = loop.run_in_executor(self._executor, self._run_on_worker, batch, loop)
         task.add_done_callback(lambda t, b=batch: self._finished(t, b))
 
+    def _catch_up(self) -> None:
+        """Run the bookkeeping of inline batches that has not run yet, oldest first."""
+        while self._bookkeeping:
+            self._bookkeeping.popleft()()
+
+    def _run_on_worker(self, batch: list[_Request], loop: asyncio.AbstractEventLoop) -> None:
+        ran = self.run([r.payload for r in batch])
+        loop.call_soon_threadsafe(self._deliver, ran.replies, batch)
+        ran.bookkeeping()  # on this thread, so before the next batch
+
     def _finished(self, task: asyncio.Future, batch: list[_Request]) -> None:
+        self._in_flight -= 1
         if task.exception() is not None:
             self._fail(batch, task.exception())
-        else:
-            self._deliver(task.result(), batch)
         self._launch_ready()
 
-    def _infer(self, batch: list[_Request]) -> tuple:
-        params, version = self.get_params()
-        if len(batch) == 1:
-            slots, inputs = batch[0].slots, batch[0].inputs
-        else:
-            slots = np.concatenate([r.slots for r in batch])
-            inputs = {k: np.concatenate([r.inputs[k] for r in batch]) for k in batch[0].inputs}
-        return self.inference.act(params, slots, inputs), version
-
     def _fail(self, batch: list[_Request], error: BaseException) -> None:
-        self._in_flight -= 1
         for r in batch:
             if not r.future.done():
                 r.future.set_exception(error)
 
-    def _deliver(self, result: tuple, batch: list[_Request]) -> None:
-        self._in_flight -= 1
-        packed, version = result
+    def _deliver(self, replies: list[Any], batch: list[_Request]) -> None:
         now = time.perf_counter()
-        start = 0
         self.batches += 1
-        self.batch_sizes.append(sum(len(r.slots) for r in batch))
-        for r in batch:
-            end = start + len(r.slots)
-            self.batched_envs += end - start
+        self.batch_sizes.append(sum(r.size for r in batch))
+        for r, reply in zip(batch, replies, strict=True):
+            self.batched_envs += r.size
             self.max_latency = max(self.max_latency, now - r.arrival)
             self.latencies.append(now - r.arrival)
             if not r.future.done():
-                outputs, carry0 = packed.rows(start, end)
-                r.future.set_result((outputs, carry0, version))
-            start = end
+                r.future.set_result(reply)
 
     def close(self) -> None:
         if self._timer is not None:

@@ -208,6 +208,13 @@ class DecodedSteps(NamedTuple):
     final_observation: np.ndarray  # [d, *obs], d = number of done envs
 
 
+def concatenate_steps(parts: list[DecodedSteps]) -> DecodedSteps:
+    """The steps of several messages as one (their env ids are distinct slots)."""
+    if len(parts) == 1:
+        return parts[0]
+    return DecodedSteps(*(np.concatenate(field) for field in zip(*parts, strict=True)))
+
+
 def encode_steps(
     env_ids: np.ndarray,
     observation: np.ndarray,

@@ -2,23 +2,27 @@
 
 One grpc.aio server; each actor holds one bidirectional stream (`Act`). On the event loop a
 stream is validated (handshake within `bridge.handshake_timeout_s`, token, env spec, then every
-message, see codec.py; a refusal ends only that stream), its observations are batched for
-inference (batching.py, inference.py) and answered, and then, while the actor steps its envs,
-its steps become transitions and sequences (trajectories.py). Finished sequences go through a
-bounded queue (backpressure: the stream's next message waits while it is full) to the learner
-thread (learner_loop.py), which trains V-trace (vtrace_learner.py) or R2D2 (r2d2_learner.py)
-and publishes the parameters.
+message, see codec.py; a refusal ends only that stream) and its messages are batched
+(batching.py). A batch of messages, from one actor or several, is acted on as one: acting
+inputs from the slots' state, inference (inference.py), one reply per message, and then, while
+the actors step their envs, the bookkeeping that turns the batch's steps into transitions and
+sequences (trajectories.py). Finished sequences go to a bounded queue for the learner thread
+(learner_loop.py), which trains V-trace (vtrace_learner.py) or R2D2 (r2d2_learner.py) and
+publishes the parameters; while the queue is full, streams wait before their next message
+(backpressure).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import hmac
 import os
 import queue
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +31,12 @@ import jax
 import numpy as np
 
 from accelrl.bridge import bridge_pb2 as pb
-from accelrl.bridge.batching import Batcher
+from accelrl.bridge.batching import Batcher, Ran
 from accelrl.bridge.codec import (
+    DecodedSteps,
     ProtocolError,
     actions_message,
+    concatenate_steps,
     decode_steps,
     spec_from_handshake,
 )
@@ -97,6 +103,7 @@ class BridgeServer:
             seed=config.seed + 1,
         )
         self.sequences: queue.Queue = queue.Queue(maxsize=b.queue_size)
+        self._backlog: collections.deque = collections.deque()  # sequences the full queue refused
         self.max_message_bytes = self.spec.max_steps_message_bytes(b.max_envs_per_actor)
         self.done = threading.Event()
         self.stopping = False
@@ -143,9 +150,6 @@ class BridgeServer:
         }
 
     # ---- parameters shared with inference
-    def published(self) -> tuple[Any, int]:
-        return self._published
-
     def publish(self, params: Any, version: int) -> None:
         self._published = (params, version)
 
@@ -263,18 +267,14 @@ class BridgeServer:
                 if self.done.is_set():
                     yield pb.ServerMessage(actions=pb.Actions(done=True))
                     return
-                inputs = self.builder.acting_inputs(steps)
-                outputs, carry0, version = await self.batcher.submit(steps.env_ids, inputs)
-                action = np.asarray(outputs["env_action"], self.spec.action_dtype)
-                yield actions_message(action, version)
-                # Bookkeeping the reply does not need: done while the actor steps its envs
-                # (its next message is read only afterwards).
-                sequences = self.builder.complete(steps, inputs, outputs, carry0, version)
-                if sequences is not None and self.learn:
-                    await self._enqueue(sequences)  # backpressure: holds the next read
+                if self._backlog:
+                    await self._drain_backlog()  # backpressure: the learner is behind
+                yield await self.batcher.submit(steps, message_envs)
         finally:
             if allocated is not None:
-                self.slots.release(allocated[1])
+                # after any batch with these slots has recorded its steps, so a new actor
+                # given them finds them clean
+                self.batcher.after_launched(self.slots.release, allocated[1])
                 self.actors -= 1
                 self.message_envs -= message_envs
 
@@ -287,16 +287,53 @@ class BridgeServer:
             return "empty message"
         return message
 
-    async def _enqueue(self, item: dict[str, Any]) -> None:
-        """Put finished sequences on the learner queue; while it is full, wait (backpressure)."""
-        while True:
+    # ---- one batch of messages (batching.py runs it on the event loop or its worker thread)
+    def act_on_batch(self, messages: list[DecodedSteps]) -> Ran:
+        """Act on the steps of `messages` at once; one Actions reply per message."""
+        steps = concatenate_steps(messages)
+        inputs = self.builder.acting_inputs(steps)
+        params, version = self._published
+        packed = self.inference.act(params, steps.env_ids, inputs)
+        outputs, carry0 = packed.rows(0, len(steps.env_ids))
+        action = np.asarray(outputs["env_action"], self.spec.action_dtype)
+        replies, start = [], 0
+        for message in messages:
+            end = start + len(message.env_ids)
+            replies.append(actions_message(action[start:end], version))
+            start = end
+        complete = functools.partial(self.builder.complete, steps, inputs, outputs, carry0, version)
+        return Ran(replies, functools.partial(self._record, complete))
+
+    def _record(self, complete: Callable[[], dict | None]) -> None:
+        """A batch's bookkeeping: `complete()` (its transitions, sequences and new pending
+        steps), then the finished sequences to the learner's queue (or the backlog)."""
+        try:
+            sequences = complete()
+        except Exception as error:  # noqa: BLE001 - a bug: stop the run and report it
+            self.abort(error)
+            return
+        if sequences is None or not self.learn:
+            return
+        if not self._backlog:
             try:
-                self.sequences.put_nowait(item)
+                self.sequences.put_nowait(sequences)
                 return
             except queue.Full:
-                if self.done.is_set():
-                    return
+                pass
+        self._backlog.append(sequences)
+
+    async def _drain_backlog(self) -> None:
+        """Move refused sequences to the learner queue, waiting while it is full."""
+        while self._backlog:
+            if self.done.is_set():
+                self._backlog.clear()
+                return
+            try:
+                self.sequences.put_nowait(self._backlog[0])
+            except queue.Full:
                 await asyncio.sleep(0.002)
+            else:
+                self._backlog.popleft()
 
     # ---- the learner thread
     def learner_loop(self) -> None:
@@ -332,8 +369,7 @@ class BridgeServer:
         else:
             bound = server.add_insecure_port(address)
         self.batcher = Batcher(
-            self.inference,
-            self.published,
+            self.act_on_batch,
             b.max_batch,
             b.deadline_ms / 1000.0,
             max_waiting=lambda: self.message_envs,

@@ -83,14 +83,20 @@ class Proc:
 
 
 def serve(
-    run_dir: Path, *overrides: str, preset="cartpole_vtrace_bridge", port=0, resume=False
+    run_dir: Path,
+    *overrides: str,
+    preset="cartpole_vtrace_bridge",
+    port=0,
+    resume=False,
+    env: dict | None = None,
 ) -> tuple[Proc, int]:
+    """`accelrl serve` (extra environment variables in `env`), once it is listening."""
     args = [sys.executable, "-m", "accelrl.cli", "serve"]
     args += [] if resume else [preset]
     args += ["--port", str(port), "--run-dir", str(run_dir), *overrides]
     if resume:
         args.append("--resume")
-    proc = Proc(args)
+    proc = Proc(args, {**ENV, **(env or {})})
     port = int(proc.wait_for(r"listening on 127\.0\.0\.1:(\d+)", 120).group(1))
     return proc, port
 

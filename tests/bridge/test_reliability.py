@@ -2,6 +2,7 @@
 
 import time
 
+import pytest
 from bridge_helpers import actor, serve, updates, waits_ms
 
 DEADLINE_MS = 20.0
@@ -14,8 +15,17 @@ SMALL = [
 ]
 
 
-def test_actors_killed_again_and_again(tmp_path):
-    server, port = serve(tmp_path / "run", "total_env_steps=100000000", *SMALL)
+@pytest.mark.parametrize(
+    "inline", ["1", "0"], ids=["batches-on-the-event-loop", "batches-on-a-worker-thread"]
+)
+def test_actors_killed_again_and_again(tmp_path, inline):
+    # "0": batches run on a worker thread, as on accelerators (the CPU default is inline)
+    server, port = serve(
+        tmp_path / "run",
+        "total_env_steps=100000000",
+        *SMALL,
+        env={"ACCELRL_BRIDGE_INLINE_INFERENCE": inline},
+    )
     # actor 1 keeps two messages of 2 envs in flight (--groups 2), actor 0 one of 4
     groups = [(), ("--groups", "2")]
     actors = [actor(port, num_envs=4, extra=groups[i]) for i in range(2)]

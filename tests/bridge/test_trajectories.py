@@ -5,7 +5,7 @@ server chose (episode ends, truncation's final observation, a reconnecting actor
 import jax
 import numpy as np
 
-from accelrl.bridge.codec import DecodedSteps
+from accelrl.bridge.codec import DecodedSteps, concatenate_steps
 from accelrl.bridge.run_setup import make_learner, server_spec
 from accelrl.bridge.trajectories import TrajectoryBuilder
 from accelrl.config import apply_overrides
@@ -166,3 +166,47 @@ def test_a_slot_without_a_pending_step_adds_no_transition():
     np.testing.assert_array_equal(script.inputs[0]["is_first"], [False, True])
     np.testing.assert_array_equal(script.inputs[0]["prev_action"], [0, 0])
     np.testing.assert_array_equal(script.inputs[0]["prev_reward"], [0.5, 0])
+
+
+def _message(ids: np.ndarray, t: int, ended=()) -> DecodedSteps:
+    """Step t of envs `ids` (obs 100 id + t); the rows in `ended` terminated with step t-1."""
+    n = len(ids)
+    obs = (100 * ids + t)[:, None].repeat(4, 1).astype(np.float32)
+    terminated = np.isin(np.arange(n), ended)
+    final = -(obs[terminated] + 1000)  # distinct per env, so a misplaced one shows
+    truncated = np.zeros(n, bool)
+    return DecodedSteps(ids, obs, np.full(n, t - 0.5, np.float32), terminated, truncated, final)
+
+
+def _act(builder: TrajectoryBuilder, agent, steps: DecodedSteps, t: int) -> dict | None:
+    inputs = builder.acting_inputs(steps)
+    action = (t + 10 * steps.env_ids).astype(np.int32)
+    outputs = {"action": action, "behaviour_log_prob": -action.astype(np.float32)}
+    carry = jax.tree.map(np.zeros_like, agent.initial_carry(len(action)))
+    return builder.complete(steps, inputs, outputs, carry, version=t)
+
+
+def test_messages_acted_on_as_one_batch_make_what_they_make_one_by_one():
+    """The server acts on a batch of several actors' messages at once (concatenate_steps):
+    the transitions, final observations and sequences are those of one message at a time."""
+    overrides = ["agent.unroll_length=4"]
+    alone, learner = make_builder("cartpole_vtrace_bridge", overrides)
+    batched, _ = make_builder("cartpole_vtrace_bridge", overrides)
+    actors = [alone.allocate(2)[1], alone.allocate(2)[1]]
+    assert all((batched.allocate(2)[1] == ids).all() for ids in actors)
+    one_by_one, together = [], []
+    for t in range(9):
+        ended = {3: ([1], [0]), 6: ([], [0, 1]), 7: ([0, 1], [])}.get(t, ([], []))
+        parts = [_message(ids, t, rows) for ids, rows in zip(actors, ended, strict=True)]
+        one_by_one += [_act(alone, learner.agent, part, t) for part in parts]
+        together.append(_act(batched, learner.agent, concatenate_steps(parts), t))
+    one_by_one = [item for item in one_by_one if item is not None]
+    together = [item for item in together if item is not None]
+    assert len(together) == 2 and len(one_by_one) == 4
+    for k, item in enumerate(together):  # rows: the first actor's envs, then the second's
+        expected = jax.tree.map(lambda *x: np.concatenate(x), *one_by_one[2 * k : 2 * k + 2])
+        jax.tree.map(np.testing.assert_array_equal, item, expected)
+    assert alone.episodes == batched.episodes and len(alone.episodes) == 6
+    # the final observations landed on the right envs
+    next_obs = together[0]["next_observation"][:, :, 0]
+    np.testing.assert_array_equal(next_obs[:, 2], [3, -1103, -1203, 303])
