@@ -17,7 +17,8 @@ before the next batch: every batch sees the slots as the previous one left them,
 On the CPU backend batches run inline on the event loop (a thread hop per batch costs more
 than the tiny inference itself); on accelerators they run on one worker thread with at most
 two batches in flight, so they execute in order while the loop keeps parsing messages (and
-requests arriving meanwhile form the next, fuller batch).
+requests arriving meanwhile form the next, fuller batch). `ACCELRL_BRIDGE_INLINE_INFERENCE=1`
+or `0` overrides that choice.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class Batcher:
         """Call `function(*args)` after every batch launched so far has run with its
         bookkeeping (at once when none is running), before any batch launched later."""
         if self.inline:
-            self._catch_up()
+            self.catch_up()
             function(*args)
             return
         try:
@@ -156,9 +157,8 @@ class Batcher:
     def _launch(self, batch: list[_Request]) -> None:
         self.max_fill_wait = max(self.max_fill_wait, time.perf_counter() - batch[0].arrival)
         self._in_flight += 1
-        loop = asyncio.get_running_loop()
         if self.inline:
-            self._catch_up()
+            self.catch_up()
             try:
                 ran = self.run([r.payload for r in batch])
             except Exception as error:  # noqa: BLE001 - delivered to the waiting actors
@@ -167,15 +167,18 @@ class Batcher:
                 return
             self._in_flight -= 1
             self._deliver(ran.replies, batch)
-            # after the woken streams have sent their replies (call_soon runs in order)
-            self._bookkeeping.append(ran.bookkeeping)
-            loop.call_soon(self._catch_up)
+            self._bookkeeping.append(ran.bookkeeping)  # see `catch_up`
             return
+        loop = asyncio.get_running_loop()
         task = loop.run_in_executor(self._executor, self._run_on_worker, batch, loop)
         task.add_done_callback(lambda t, b=batch: self._finished(t, b))
 
-    def _catch_up(self) -> None:
-        """Run the bookkeeping of inline batches that has not run yet, oldest first."""
+    def catch_up(self) -> None:
+        """Run the bookkeeping of inline batches that has not run yet, oldest first.
+
+        A stream calls it once its reply is sent (gRPC asks for the next response only then),
+        so the bookkeeping delays no reply; a launch and `after_launched` call it too, so it
+        always runs before the next batch. (On the worker thread it needs no call.)"""
         while self._bookkeeping:
             self._bookkeeping.popleft()()
 

@@ -270,6 +270,7 @@ class BridgeServer:
                 if self._backlog:
                     await self._drain_backlog()  # backpressure: the learner is behind
                 yield await self.batcher.submit(steps, message_envs)
+                self.batcher.catch_up()  # the batch's bookkeeping, now that the reply is sent
         finally:
             if allocated is not None:
                 # after any batch with these slots has recorded its steps, so a new actor
