@@ -78,8 +78,7 @@ class Batcher:
         self._pending: collections.deque[_Request] = collections.deque()
         self._pending_envs = 0
         self._timer: asyncio.TimerHandle | None = None
-        self._in_flight = 0
-        self._max_in_flight = 1 if self.inline else MAX_IN_FLIGHT
+        self._in_flight = 0  # batches on the worker thread
         self._bookkeeping: collections.deque[Callable[[], None]] = collections.deque()  # inline
         self._executor = concurrent.futures.ThreadPoolExecutor(1, "inference")
         # statistics since the last `take_stats`
@@ -137,7 +136,7 @@ class Batcher:
             self._timer.cancel()
             self._timer = None
         target = self._target()
-        while self._pending and self._in_flight < self._max_in_flight:
+        while self._pending and self._in_flight < MAX_IN_FLIGHT:
             wait = self._pending[0].arrival + self.deadline - time.perf_counter()
             if self._pending_envs < target and wait > 0 and not deadline_passed:
                 break
@@ -149,26 +148,24 @@ class Batcher:
                 n += request.size
             self._pending_envs -= n
             self._launch(batch)
-        if self._pending and self._in_flight < self._max_in_flight:
+        if self._pending and self._in_flight < MAX_IN_FLIGHT:
             wait = self._pending[0].arrival + self.deadline - time.perf_counter()
             loop = asyncio.get_running_loop()
             self._timer = loop.call_later(max(wait, 0.0), self._launch_ready, True)
 
     def _launch(self, batch: list[_Request]) -> None:
         self.max_fill_wait = max(self.max_fill_wait, time.perf_counter() - batch[0].arrival)
-        self._in_flight += 1
-        if self.inline:
+        if self.inline:  # done before this returns: never in flight
             self.catch_up()
             try:
                 ran = self.run([r.payload for r in batch])
             except Exception as error:  # noqa: BLE001 - delivered to the waiting actors
-                self._in_flight -= 1
                 self._fail(batch, error)
-                return
-            self._in_flight -= 1
-            self._deliver(ran.replies, batch)
-            self._bookkeeping.append(ran.bookkeeping)  # see `catch_up`
+            else:
+                self._deliver(ran.replies, batch)
+                self._bookkeeping.append(ran.bookkeeping)  # see `catch_up`
             return
+        self._in_flight += 1
         loop = asyncio.get_running_loop()
         task = loop.run_in_executor(self._executor, self._run_on_worker, batch, loop)
         task.add_done_callback(lambda t, b=batch: self._finished(t, b))
