@@ -15,10 +15,16 @@ class RunLogger:
 
     On resume pass `purge_step`: events a killed run wrote past its last checkpoint are
     discarded by TensorBoard, so curves continue instead of overlapping.
+
+    Each writer gets its own file: tensorboardX names files by the second they were opened
+    (and truncates an existing one), so a run resumed within the same second would erase its
+    predecessor's events. The nanosecond suffix keeps names unique and in time order.
     """
 
     def __init__(self, run_dir: Path, purge_step: int | None = None) -> None:
-        self._writer = SummaryWriter(str(run_dir), purge_step=purge_step)
+        self._writer = SummaryWriter(
+            str(run_dir), purge_step=purge_step, filename_suffix=f".{time.time_ns()}"
+        )
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
         for name, value in values.items():

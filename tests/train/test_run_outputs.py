@@ -17,7 +17,7 @@ from accelrl.config import apply_overrides
 from accelrl.envs import Discrete, Environment, TimeStep, register, registered_names
 from accelrl.envs.spaces import Box
 from accelrl.fused import make_fused_trainer
-from accelrl.logger import Progress
+from accelrl.logger import Progress, RunLogger
 from accelrl.train import TrainingDiverged, train
 from configs import load_preset
 
@@ -107,6 +107,16 @@ def test_tensorboard_scalars_are_written_against_env_steps(tmp_path):
     assert steps == [128, 256, 384, 512]
     learning_rates = [value for _, value in scalars["charts/learning_rate"]]
     assert learning_rates == sorted(learning_rates, reverse=True)  # linear decay
+
+
+def test_writers_opened_within_one_second_keep_each_others_events(tmp_path):
+    # A run resumed right after its predecessor stopped opens its event file in the same
+    # second; tensorboardX's default name would then truncate the earlier file.
+    for step in (1, 2):
+        logger = RunLogger(tmp_path)
+        logger.scalars(step, {"x": float(step)})
+        logger.close()
+    assert sorted(read_scalars(tmp_path)["x"]) == [(1, 1.0), (2, 2.0)]
 
 
 def test_resumed_run_continues_tensorboard_steps(tmp_path):
