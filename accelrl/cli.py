@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("preset", nargs="?", help="a bridge preset (sets bridge.env)")
     serve.add_argument("overrides", nargs="*", help="config overrides")
     serve.add_argument("--bind", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=50051, help="0 picks a free port")
+    serve.add_argument("--port", type=_port, default=50051, help="0 picks a free port")
     serve.add_argument("--run-dir", type=Path, help="default: runs/<preset>-<timestamp>")
     serve.add_argument("--resume", action="store_true", help="continue --run-dir")
     commands.add_parser(
@@ -83,6 +83,15 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("presets", help="list the presets")
     return parser
+
+
+def _port(text: str) -> int:
+    from accelrl.bridge.address import parse_port
+
+    try:
+        return parse_port(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _resolve_train(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
@@ -200,14 +209,19 @@ def _serve(args: argparse.Namespace) -> int:
     config, run_dir = _resolve_train(args)
     if not config.bridge.env:
         raise ConfigError("serve needs a bridge preset (one that sets bridge.env)")
+    from accelrl.bridge.address import AddressUnavailable
     from accelrl.bridge.server import run_server
 
     def listening(host: str, port: int) -> None:
         print(f"listening on {host}:{port}", flush=True)
 
-    server = run_server(
-        config, run_dir, bind=args.bind, port=args.port, resume=args.resume, on_listening=listening
-    )
+    try:
+        server = run_server(
+            config, run_dir, args.bind, args.port, resume=args.resume, on_listening=listening
+        )
+    except AddressUnavailable as error:
+        print(f"accelrl: error: {error}", file=sys.stderr)
+        return 1
     print(f"run directory: {run_dir} ({int(server.state.env_steps):,} env steps)")
     return 0
 

@@ -33,6 +33,7 @@ import grpc
 import numpy as np
 
 from accelrl.bridge import bridge_pb2_grpc as pb_grpc
+from accelrl.bridge.address import check_server_target
 from accelrl.bridge.codec import (
     EnvSpec,
     ProtocolError,
@@ -262,6 +263,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--num-envs must be at least 1, got {args.num_envs}")
     if not 1 <= args.groups <= args.num_envs:
         parser.error(f"--groups must be in 1..--num-envs ({args.num_envs}), got {args.groups}")
+    try:
+        check_server_target(args.server)
+    except ValueError as error:
+        parser.error(f"--server: {error}")
+    if args.tls_ca and not os.path.isfile(args.tls_ca):
+        parser.error(f"--tls-ca: no file {args.tls_ca!r}")
     try:
         import uvloop
 

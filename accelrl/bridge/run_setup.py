@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from accelrl.bridge.codec import ALLOWED_DTYPES, EnvSpec
 from accelrl.bridge.r2d2_learner import R2D2BridgeLearner
@@ -81,6 +82,14 @@ def check_config(config: TrainConfig) -> None:
         ),
         (b.frame_stack >= 1, "bridge.frame_stack must be >= 1"),
         (b.handshake_timeout_s > 0, "bridge.handshake_timeout_s must be > 0"),
+        (
+            bool(b.tls_cert) == bool(b.tls_key),
+            "bridge.tls_cert and bridge.tls_key go together (certificate chain and its key)",
+        ),
+        *(
+            (not path or Path(path).is_file(), f"bridge.{name}: no file {path!r}")
+            for name, path in (("tls_cert", b.tls_cert), ("tls_key", b.tls_key))
+        ),
         (
             vtrace or b.batch_unrolls <= config.r2d2.replay_capacity,
             "bridge.batch_unrolls (sequences per replay insertion) must not exceed "

@@ -31,6 +31,7 @@ import jax
 import numpy as np
 
 from accelrl.bridge import bridge_pb2 as pb
+from accelrl.bridge.address import AddressUnavailable, check_bindable, grpc_address
 from accelrl.bridge.batching import Batcher, Ran
 from accelrl.bridge.codec import (
     DecodedSteps,
@@ -362,13 +363,11 @@ class BridgeServer:
         ]
         server = grpc.aio.server(options=options)
         server.add_generic_rpc_handlers((self.handlers(),))
-        address = f"{bind}:{port}" if ":" not in bind else f"[{bind}]:{port}"
-        if b.tls_cert:
-            key = Path(b.tls_key).read_bytes()
-            cert = Path(b.tls_cert).read_bytes()
-            bound = server.add_secure_port(address, grpc.ssl_server_credentials([(key, cert)]))
-        else:
-            bound = server.add_insecure_port(address)
+        try:
+            bound = self._add_port(server, bind, port)
+        except AddressUnavailable:
+            self.close()
+            raise
         self.batcher = Batcher(
             self.act_on_batch,
             b.max_batch,
@@ -394,10 +393,26 @@ class BridgeServer:
             self.batcher.close()
             if learner.is_alive():
                 learner.join(timeout=30)
-            self.logger.close()
-            self.checkpointer.close()
+            self.close()
         if self.error is not None:
             raise self.error
+
+    def _add_port(self, server: grpc.aio.Server, bind: str, port: int) -> int:
+        """Listen on bind:port (TLS when configured); the port bound, or AddressUnavailable."""
+        check_bindable(bind, port)
+        b, address = self.config.bridge, grpc_address(bind, port)
+        try:
+            if b.tls_cert:
+                pair = (Path(b.tls_key).read_bytes(), Path(b.tls_cert).read_bytes())
+                return server.add_secure_port(address, grpc.ssl_server_credentials([pair]))
+            return server.add_insecure_port(address)
+        except RuntimeError as error:  # taken between the check and now
+            raise AddressUnavailable(f"cannot listen on {address}: {error}") from None
+
+    def close(self) -> None:
+        """Close the run's event file and checkpointer (pending saves complete)."""
+        self.logger.close()
+        self.checkpointer.close()
 
 
 def run_server(
@@ -409,7 +424,11 @@ def run_server(
     on_listening: Any = None,
     progress: Progress | None = None,
 ) -> BridgeServer:
-    """Build a server and serve until training is done; returns the finished server."""
+    """Build a server and serve until training is done; returns the finished server.
+
+    The address is checked first, so a taken port fails before anything is compiled or written.
+    """
+    check_bindable(bind, port)
     server = BridgeServer(config, run_dir, resume=resume, progress=progress)
     serve_until_done(server, bind, port, on_listening)
     return server

@@ -155,6 +155,15 @@ def test_actor_command_line_errors(capsys):
             main([*common, "--env", "gymnasium:CartPole-v1", "--num-envs", "4", "--groups", groups])
         assert exited.value.code == 2
         assert f"--groups must be in 1..--num-envs (4), got {groups}" in capsys.readouterr().err
+    for option, value, message in [
+        ("--server", "localhost", "--server: 'localhost' is not HOST:PORT"),
+        ("--server", "localhost:99999", "--server: port 99999 is not in 1..65535"),
+        ("--tls-ca", "no-such-ca.pem", "--tls-ca: no file 'no-such-ca.pem'"),
+    ]:
+        with pytest.raises(SystemExit) as exited:
+            main([*common, "--env", "gymnasium:CartPole-v1", option, value])
+        assert exited.value.code == 2
+        assert message in capsys.readouterr().err
     assert main([*common, "--env", "gymnasium:NoSuchEnv-v0"]) == 1
     assert "NoSuchEnv" in capsys.readouterr().err
 
