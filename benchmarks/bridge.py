@@ -406,6 +406,10 @@ def main() -> None:
         help="Pong points as actors:envs_per_actor:groups (default: by --quick)",
     )
     args = parser.parse_args()
+    from accelrl.bridge.event_loop import use_uvloop
+
+    # every gRPC end (server, actors, echo server and clients) on the loop `accelrl` runs on
+    event_loop = "uvloop" if use_uvloop() else "asyncio"
     if args.role == "local":
         print(json.dumps(role_local(args.env, args.num_envs, args.seconds)))
         return
@@ -470,6 +474,7 @@ def main() -> None:
         {
             "title": "Actor bridge throughput (loopback, learner paused)",
             "load_average": load_average(),
+            "event_loop": event_loop,
             "rows": rows,
             "tables": [
                 {
@@ -477,7 +482,8 @@ def main() -> None:
                     "columns": columns,
                     "rows": [[r[c] for c in columns] for r in rows],
                     "note": f"bridge/echo: the median of {rounds} rounds, each a bridge run "
-                    "next to an echo run (every round's ratio is in the JSON). "
+                    "next to an echo run (every round's ratio is in the JSON); every "
+                    f"server and client runs on {event_loop}, as `accelrl` does. "
                     "bridge: actors -> server with jitted inference; groups: messages "
                     "in flight per actor, each with envs_per_actor/groups envs; echo: raw "
                     "grpc.aio echo of the same messages, as many in flight; local: the envs "

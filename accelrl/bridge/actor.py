@@ -42,6 +42,7 @@ from accelrl.bridge.codec import (
     handshake_message,
 )
 from accelrl.bridge.envs import UnsupportedEnv, env_spec, make_env
+from accelrl.bridge.event_loop import use_uvloop
 
 FATAL_CODES = (
     grpc.StatusCode.INVALID_ARGUMENT,
@@ -269,12 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--server: {error}")
     if args.tls_ca and not os.path.isfile(args.tls_ca):
         parser.error(f"--tls-ca: no file {args.tls_ca!r}")
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:
-        pass
+    use_uvloop()
     tls_ca = open(args.tls_ca, "rb").read() if args.tls_ca else None
     try:
         actor = Actor(

@@ -41,6 +41,7 @@ from accelrl.bridge.codec import (
     decode_steps,
     spec_from_handshake,
 )
+from accelrl.bridge.event_loop import use_uvloop
 from accelrl.bridge.inference import Inference, inline_cpu_dispatch
 from accelrl.bridge.learner_loop import run_learner
 from accelrl.bridge.run_setup import check_config, make_learner, server_spec
@@ -438,10 +439,5 @@ def serve_until_done(
     server: BridgeServer, bind: str = "127.0.0.1", port: int = 0, on_listening: Any = None
 ) -> None:
     """Run `server.serve` on a fresh event loop (uvloop's when installed) until it ends."""
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:
-        pass
+    use_uvloop()
     asyncio.run(server.serve(bind, port, on_listening))
