@@ -35,9 +35,12 @@ def test_cartpole_through_bridge_reaches_475(tmp_path):
     stop = re.search(r"target return 475 reached: mean ([\d.]+) over the latest (\d+)", out.stdout)
     assert stop, out.stdout[-2000:]
     assert float(stop.group(1)) >= 475 and int(stop.group(2)) == 25
-    # and TensorBoard's log windows (about 16 episodes each at that length) show it balancing
+    # and TensorBoard's log windows (about 16 episodes each at that length) show it balancing.
+    # A window need not reach 475 itself: it is not the stopping window of 25 (one run's best
+    # was 463). Those 25 fall short of 500 by at most 625 in all, so the ~16 of them logged at
+    # the stop average at least ~461; 400 leaves room for a shorter last window.
     returns = [value for _, value in read_scalars(run)["charts/episodic_return"]]
-    assert max(returns) >= 475, (returns, out.stdout[-2000:])
+    assert max(returns) >= 400, (returns, out.stdout[-2000:])
     assert "listening on 127.0.0.1:" in out.stdout
     assert (run / "checkpoints").exists()
     # each local actor started once: none died, and none was restarted after training ended
