@@ -40,7 +40,11 @@ def check_server_target(target: str) -> None:
 
 
 def bind_problem(host: str, port: int) -> str | None:
-    """Why a TCP server could not listen on (host, port) now, or None when it could."""
+    """Why a TCP server could not listen on (host, port) now, or None when it could.
+
+    Like gRPC, a name that resolves to several addresses (localhost: ::1 and 127.0.0.1) is
+    usable when any of them is; the reason given is the first address's.
+    """
     try:
         parse_port(str(port))
         candidates = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -48,14 +52,17 @@ def bind_problem(host: str, port: int) -> str | None:
         return str(error)
     except socket.gaierror as error:
         return f"cannot resolve {host!r} ({error.strerror})"
+    reasons = []
     for family, kind, proto, _, address in candidates:
         with socket.socket(family, kind, proto) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC does
             try:
                 probe.bind(address)
             except OSError as error:
-                return f"{error.strerror} (port {port} on {host})"
-    return None
+                reasons.append(f"{error.strerror} (port {port} on {host})")
+            else:
+                return None
+    return reasons[0]
 
 
 def check_bindable(host: str, port: int) -> None:

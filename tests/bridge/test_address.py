@@ -14,6 +14,18 @@ from accelrl.bridge.address import (
 )
 
 
+def foreign_address() -> str:
+    """An IPv4 address that is not this host's (documentation ranges are not always: this
+    sandbox's own interface is 192.0.2.2)."""
+    for host in ("198.51.100.1", "203.0.113.1", "192.0.2.1", "240.0.0.1"):
+        with socket.socket() as probe:
+            try:
+                probe.bind((host, 0))
+            except OSError:
+                return host
+    raise AssertionError("every candidate address is this host's")
+
+
 def test_ports_outside_0_to_65535_are_refused_rather_than_wrapped():
     assert parse_port("0") == 0 and parse_port("65535") == 65535
     for text, message in [
@@ -56,9 +68,22 @@ def test_bind_problems_name_the_os_reason():
         assert bind_problem("127.0.0.1", port) == in_use
         with pytest.raises(AddressUnavailable, match=f"cannot listen on 127.0.0.1:{port}: Address"):
             check_bindable("127.0.0.1", port)
-    # 192.0.2.0/24 is TEST-NET-1: never an address of this host.
-    assert bind_problem("192.0.2.1", 0) == "Cannot assign requested address (port 0 on 192.0.2.1)"
+    host = foreign_address()
+    assert bind_problem(host, 0) == f"Cannot assign requested address (port 0 on {host})"
     assert bind_problem("127.0.0.1", 65536) == "port 65536 is not in 0..65535"
+
+
+def test_a_name_with_several_addresses_is_usable_when_any_of_them_is(monkeypatch):
+    # as gRPC binds every address a name resolves to and serves when one of them binds
+    def resolve(*addresses):
+        found = [(socket.AF_INET, socket.SOCK_STREAM, 6, "", address) for address in addresses]
+        monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: found)
+
+    foreign = foreign_address()
+    resolve((foreign, 0), ("127.0.0.1", 0))
+    assert bind_problem("learner", 0) is None
+    resolve((foreign, 0), (foreign, 0))
+    assert bind_problem("learner", 0) == "Cannot assign requested address (port 0 on learner)"
 
 
 def test_serve_refuses_an_unusable_address_before_compiling_or_writing(tmp_path):
