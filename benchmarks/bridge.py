@@ -249,6 +249,7 @@ class BridgeUnderTest:
             batcher = self.server.batcher
             batcher.latencies.clear()
             batcher.batch_sizes.clear()
+            batcher.run_times.clear()
             start_steps, start = self.server.env_steps_received, time.perf_counter()
             cpu_start = time.process_time()  # this process serves only the bridge
             time.sleep(seconds)
@@ -257,6 +258,7 @@ class BridgeUnderTest:
             server_cpu = time.process_time() - cpu_start
             lat = np.asarray(batcher.latencies) * 1e3
             sizes = np.asarray(batcher.batch_sizes)
+            runs = np.asarray(batcher.run_times) * 1e6
         finally:
             for p in procs:
                 p.terminate()
@@ -268,6 +270,7 @@ class BridgeUnderTest:
             "server_cpu_us_per_step": 1e6 * server_cpu / max(steps, 1),
             "refused": self.server.refused,
             "batch_mean": float(sizes.mean()) if sizes.size else 0.0,
+            "batch_run_us": float(np.median(runs)) if runs.size else None,
             "p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
             "p99_ms": float(np.percentile(lat, 99)) if lat.size else None,
         }
@@ -360,6 +363,7 @@ def bench(
             "bridge/local": b["steps_per_s"] / local_sps,
             "bridge/machine": b["steps_per_s"] / machine_sps,
             "batch_mean": b["batch_mean"],
+            "batch_run_us": b["batch_run_us"],
             "act_p50_ms": b["p50_ms"],
             "act_p99_ms": b["p99_ms"],
             "actors_connected": b["actors_connected"],
@@ -464,6 +468,7 @@ def main() -> None:
         "env_cpu_us",
         "server_cpu_us",
         "batch_mean",
+        "batch_run_us",
         "act_p50_ms",
         "act_p99_ms",
         "echo_rtt_p50_ms",
@@ -493,7 +498,8 @@ def main() -> None:
                     "env (local run) and of the bridge server (inference, batching, "
                     f"gRPC); cpu_ceiling = min(1, {cpu_cores()} cores / (env + server) "
                     "/ local): the most bridge/local can be when the server's work "
-                    "shares the actors' cores.",
+                    "shares the actors' cores. batch_run_us: the median time the server "
+                    "spends acting on one batch (acting inputs, inference, replies).",
                 }
             ],
         },

@@ -86,8 +86,10 @@ class Batcher:
         self.batched_envs = 0
         self.max_fill_wait = 0.0  # from the first request's arrival to the batch's launch
         self.max_latency = 0.0  # from arrival to actions ready
+        self.run_seconds = 0.0  # in `run` (acting: inputs, inference, replies), all batches
         self.latencies: collections.deque[float] = collections.deque(maxlen=100_000)
         self.batch_sizes: collections.deque[int] = collections.deque(maxlen=100_000)
+        self.run_times: collections.deque[float] = collections.deque(maxlen=100_000)
 
     async def submit(self, payload: Any, size: int) -> Any:
         """The reply to `payload` (`size` env steps), once its batch has run."""
@@ -122,9 +124,10 @@ class Batcher:
             "bridge/inference_batch_mean": self.batched_envs / max(self.batches, 1),
             "bridge/batch_fill_wait_ms_max": 1000 * self.max_fill_wait,
             "bridge/act_latency_ms_max": 1000 * self.max_latency,
+            "bridge/batch_run_ms_mean": 1000 * self.run_seconds / max(self.batches, 1),
         }
         self.batches = self.batched_envs = 0
-        self.max_fill_wait = self.max_latency = 0.0
+        self.max_fill_wait = self.max_latency = self.run_seconds = 0.0
         return stats
 
     def _target(self) -> int:
@@ -158,7 +161,7 @@ class Batcher:
         if self.inline:  # done before this returns: never in flight
             self.catch_up()
             try:
-                ran = self.run([r.payload for r in batch])
+                ran = self._timed_run(batch)
             except Exception as error:  # noqa: BLE001 - delivered to the waiting actors
                 self._fail(batch, error)
             else:
@@ -179,8 +182,16 @@ class Batcher:
         while self._bookkeeping:
             self._bookkeeping.popleft()()
 
-    def _run_on_worker(self, batch: list[_Request], loop: asyncio.AbstractEventLoop) -> None:
+    def _timed_run(self, batch: list[_Request]) -> Ran:
+        started = time.perf_counter()
         ran = self.run([r.payload for r in batch])
+        seconds = time.perf_counter() - started
+        self.run_seconds += seconds
+        self.run_times.append(seconds)
+        return ran
+
+    def _run_on_worker(self, batch: list[_Request], loop: asyncio.AbstractEventLoop) -> None:
+        ran = self._timed_run(batch)
         loop.call_soon_threadsafe(self._deliver, ran.replies, batch)
         ran.bookkeeping()  # on this thread, so before the next batch
 

@@ -4,6 +4,7 @@
 import json
 import re
 
+import numpy as np
 import pytest
 from bridge_helpers import read_scalars, run_cli
 
@@ -39,8 +40,16 @@ def test_cartpole_through_bridge_reaches_475(tmp_path):
     # A window need not reach 475 itself: it is not the stopping window of 25 (one run's best
     # was 463). Those 25 fall short of 500 by at most 625 in all, so the ~16 of them logged at
     # the stop average at least ~461; 400 leaves room for a shorter last window.
-    returns = [value for _, value in read_scalars(run)["charts/episodic_return"]]
+    scalars = read_scalars(run)
+    returns = [value for _, value in scalars["charts/episodic_return"]]
     assert max(returns) >= 400, (returns, out.stdout[-2000:])
+    # the server's batching statistics: 2 actors x 8 envs, batches of at most 16 envs
+    batch_means = [value for _, value in scalars["bridge/inference_batch_mean"]]
+    assert all(1 <= b <= 16 for b in batch_means) and max(batch_means) > 1, batch_means
+    # acting on a batch takes part of a request's time from arrival to its actions
+    run_ms = [value for _, value in scalars["bridge/batch_run_ms_mean"]]
+    latency_ms = [value for _, value in scalars["bridge/act_latency_ms_max"]]
+    assert 0 < float(np.median(run_ms)) < float(np.median(latency_ms)), (run_ms, latency_ms)
     assert "listening on 127.0.0.1:" in out.stdout
     assert (run / "checkpoints").exists()
     # each local actor started once: none died, and none was restarted after training ended
