@@ -238,7 +238,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="accelrl actor", description="Step CPU envs for an accelrl bridge learner."
     )
-    parser.add_argument("--server", required=True, help="HOST:PORT of `accelrl serve`")
+    parser.add_argument(
+        "--server", required=True, help="HOST:PORT of `accelrl serve` (or a proxy's unix:PATH)"
+    )
     parser.add_argument("--env", required=True, help="e.g. gymnasium:CartPole-v1")
     parser.add_argument("--num-envs", type=int, default=8, help="envs of this actor (E)")
     parser.add_argument(

@@ -32,7 +32,10 @@ def parse_port(text: str, allow_zero: bool = True) -> int:
 
 
 def check_server_target(target: str) -> None:
-    """ValueError unless `target` reads HOST:PORT (a gRPC target ending in a valid port)."""
+    """ValueError unless `target` reads HOST:PORT (a gRPC target ending in a valid port) or
+    names a unix socket (`unix:PATH`, `unix-abstract:NAME`, e.g. a local proxy's)."""
+    if target.startswith(("unix:", "unix-abstract:")):
+        return
     host, colon, port = target.rpartition(":")
     if not colon or not host:
         raise ValueError(f"{target!r} is not HOST:PORT")

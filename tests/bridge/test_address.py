@@ -41,7 +41,13 @@ def test_ports_outside_0_to_65535_are_refused_rather_than_wrapped():
 
 
 def test_actor_targets_must_end_in_a_port():
-    for target in ("localhost:50051", "10.0.0.2:1", "[::1]:50051", "dns:///learner:50051"):
+    for target in (
+        "localhost:50051",
+        "10.0.0.2:1",
+        "[::1]:50051",
+        "dns:///learner:50051",
+        "unix:///run/learner.sock",
+    ):
         check_server_target(target)
     for target, message in [
         ("localhost", "'localhost' is not HOST:PORT"),
