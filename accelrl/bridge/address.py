@@ -21,14 +21,17 @@ def grpc_address(host: str, port: int) -> str:
 
 def parse_port(text: str, allow_zero: bool = True) -> int:
     """A TCP port from the command line (0 = any free port where `allow_zero`), or ValueError."""
-    low = 0 if allow_zero else 1
     try:
         port = int(text)
     except ValueError:
         raise ValueError(f"{text!r} is not a port number") from None
+    _check_range(port, 0 if allow_zero else 1)
+    return port
+
+
+def _check_range(port: int, low: int = 0) -> None:
     if not low <= port <= 65535:
         raise ValueError(f"port {port} is not in {low}..65535")
-    return port
 
 
 def check_server_target(target: str) -> None:
@@ -49,7 +52,7 @@ def bind_problem(host: str, port: int) -> str | None:
     usable when any of them is; the reason given is the first address's.
     """
     try:
-        parse_port(str(port))
+        _check_range(port)
         candidates = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except ValueError as error:
         return str(error)
