@@ -18,17 +18,23 @@ callers never convert. Other dtypes are used as given.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import chex
 import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
+from agents.conv import conv_general_dilated
+
 TORSOS = ("mlp", "nature_cnn", "impala_cnn")
 
 Torso = str | nn.Module
 """A built-in torso's name (one of TORSOS) or a user's own module."""
+
+Convolution = Callable[..., chex.Array]
+"""A function with `lax.conv_general_dilated`'s signature (flax's `nn.Conv(conv_general_dilated=)`).
+The torsos default to agents.conv's, whose kernel gradient XLA:CPU runs fast inside loops."""
 
 
 def _pixels(obs: chex.Array) -> chex.Array:
@@ -43,7 +49,9 @@ def _pixels(obs: chex.Array) -> chex.Array:
     return x
 
 
-def _conv(features: int, kernel: int, stride: int = 1, padding: str = "VALID") -> nn.Conv:
+def _conv(
+    conv: Convolution, features: int, kernel: int, stride: int = 1, padding: str = "VALID"
+) -> nn.Conv:
     return nn.Conv(
         features,
         (kernel, kernel),
@@ -51,6 +59,7 @@ def _conv(features: int, kernel: int, stride: int = 1, padding: str = "VALID") -
         padding=padding,
         kernel_init=nn.initializers.orthogonal(np.sqrt(2.0)),
         bias_init=nn.initializers.zeros,
+        conv_general_dilated=conv,
     )
 
 
@@ -68,24 +77,27 @@ class NatureCNN(nn.Module):
     """DQN's torso: three VALID convolutions and a dense layer, relu throughout."""
 
     dense_size: int = 512
+    conv: Convolution = conv_general_dilated
 
     @nn.compact
     def __call__(self, obs: chex.Array) -> chex.Array:
         x = _pixels(obs)
-        x = nn.relu(_conv(32, 8, 4)(x))
-        x = nn.relu(_conv(64, 4, 2)(x))
-        x = nn.relu(_conv(64, 3, 1)(x))
+        x = nn.relu(_conv(self.conv, 32, 8, 4)(x))
+        x = nn.relu(_conv(self.conv, 64, 4, 2)(x))
+        x = nn.relu(_conv(self.conv, 64, 3, 1)(x))
         return _dense_relu(self.dense_size, x.reshape(x.shape[0], -1))
 
 
 class ResidualBlock(nn.Module):
     """x + conv(relu(conv(relu(x)))), channels unchanged."""
 
+    conv: Convolution = conv_general_dilated
+
     @nn.compact
     def __call__(self, x: chex.Array) -> chex.Array:
         channels = x.shape[-1]
-        y = _conv(channels, 3, padding="SAME")(nn.relu(x))
-        y = _conv(channels, 3, padding="SAME")(nn.relu(y))
+        y = _conv(self.conv, channels, 3, padding="SAME")(nn.relu(x))
+        y = _conv(self.conv, channels, 3, padding="SAME")(nn.relu(y))
         return x + y
 
 
@@ -94,15 +106,16 @@ class ImpalaCNN(nn.Module):
 
     channels: Sequence[int] = (16, 32, 32)
     dense_size: int = 256
+    conv: Convolution = conv_general_dilated
 
     @nn.compact
     def __call__(self, obs: chex.Array) -> chex.Array:
         x = _pixels(obs)
         for features in self.channels:
-            x = _conv(features, 3, padding="SAME")(x)
+            x = _conv(self.conv, features, 3, padding="SAME")(x)
             x = nn.max_pool(x, (3, 3), (2, 2), padding="SAME")
-            x = ResidualBlock()(x)
-            x = ResidualBlock()(x)
+            x = ResidualBlock(self.conv)(x)
+            x = ResidualBlock(self.conv)(x)
         return _dense_relu(self.dense_size, nn.relu(x).reshape(x.shape[0], -1))
 
 
