@@ -30,6 +30,7 @@ def config() -> TrainConfig:
             max_batch=16,
             deadline_ms=5.0,
             batch_unrolls=8,
+            queue_size=16,  # two updates: on a CPU the learner is the bottleneck; keeps lag low
             frame_stack=4,
             observation_shape=(72, 96, 4),
             observation_dtype="uint8",
