@@ -12,7 +12,9 @@ instead of about 1 s, and every training loop runs its update inside a scan.
 convolution itself: input transposed to [C, H, W, N] (channels as the batch, batch as the
 features) against the output gradient [H', W', N, O] as the kernel, dilated by the stride.
 Calls it does not cover (dilations, feature groups, other layouts or ranks) go to lax as they
-are. Like any custom VJP it is differentiated in reverse mode only (grad, vjp; not jvp).
+are, and so does every call when JAX runs on an accelerator, whose compilers have their own
+kernel-gradient convolutions (cuDNN's): the rewrite is for XLA:CPU. Like any custom VJP it is
+differentiated in reverse mode only (grad, vjp; not jvp).
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ def conv_general_dilated(
     preferred_element_type: Any = None,
 ) -> jax.Array:
     """`lax.conv_general_dilated`, with a loop-friendly kernel gradient for plain 2-D NHWC
-    convolutions (strided, SAME/VALID/explicit non-negative padding)."""
+    convolutions (strided, SAME/VALID/explicit non-negative padding) on the CPU backend."""
     plain = (
-        lhs.ndim == 4
+        jax.default_backend() == "cpu"
+        and lhs.ndim == 4
         and all(d == 1 for d in (lhs_dilation or (1, 1)))
         and all(d == 1 for d in (rhs_dilation or (1, 1)))
         and feature_group_count == 1
