@@ -2,6 +2,8 @@
 
 import json
 import struct
+import subprocess
+import sys
 
 import jax
 import numpy as np
@@ -117,3 +119,22 @@ def test_replay_too_large_is_refused_before_anything_runs():
 def test_bad_r2d2_configs_are_config_errors(override, message):
     with pytest.raises(ConfigError, match=message):
         small_config(override)
+
+
+def test_an_eager_replay_is_allocated_once(tmp_path):
+    """init_replay called op by op (as the bridge learner does) holds the replay once: the
+    peak memory of a process that makes a 512 MB replay stays well below twice that."""
+    script = tmp_path / "make_replay.py"
+    script.write_text(
+        "import resource, jax, jax.numpy as jnp\n"
+        "from accelrl.r2d2_learning import init_replay\n"
+        "jax.block_until_ready(jnp.zeros(8) + 1)  # the runtime's own memory, before\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "replay = jax.block_until_ready(init_replay({'x': jnp.zeros(2**17, jnp.uint8)}, 4096, 1))\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=True
+    )
+    grown = int(out.stdout.split()[-1])
+    assert grown < 1.5 * 2**29, f"peak grew by {grown / 2**20:.0f} MiB for a 512 MiB replay"
