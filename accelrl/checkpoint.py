@@ -4,7 +4,9 @@ Orbax writes each step into a temporary directory and renames it when complete, 
 killed at any moment leaves only whole checkpoints behind; `restore_latest` reads the newest.
 Steps are numbered by completed training iterations. Zero-size arrays (an env state with no
 contact slots, an empty buffer) are not written - orbax refuses them - and come back from the
-`like` state given to `restore_latest`, which knows their shapes.
+`like` state given to `restore_latest`, which knows their shapes. Give it `abstract(state)`
+of a fresh state no longer held elsewhere, so that a big state (an R2D2 replay) is not in
+memory twice while the checkpoint is read.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ State = TypeVar("State")
 class CheckpointMismatch(ConfigError):
     """The checkpoint's arrays do not fit the state the config describes (e.g. a resume with
     a different env.num_envs or network size)."""
+
+
+def abstract(state: State) -> State:
+    """`state`'s shapes, dtypes and shardings as orbax reads them (typed PRNG keys as their
+    key data), without its memory: a `like` for `Checkpointer.restore_latest`."""
+    return jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
 
 
 class Checkpointer:
@@ -46,7 +54,8 @@ class Checkpointer:
         self._manager.save(step, args=ocp.args.StandardSave(_without_empty(state)))
 
     def restore_latest(self, like: State) -> State:
-        """The newest checkpoint, restored with the structure, dtypes and sharding of `like`."""
+        """The newest checkpoint, restored with the structure, dtypes and sharding of `like`
+        (arrays, or their `abstract`)."""
         step = self._manager.latest_step()
         if step is None:
             raise FileNotFoundError(f"no checkpoint in {self._manager.directory}")

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from accelrl.checkpoint import Checkpointer
+from accelrl.checkpoint import Checkpointer, abstract
 from accelrl.config import ConfigError, TrainConfig, load_config
 from accelrl.envs import (
     Environment,
@@ -254,7 +254,7 @@ def evaluate_run(
     base = None if render is None else _check_render(config, render)
     checkpointer = Checkpointer(run_dir / "checkpoints")
     try:
-        state = checkpointer.restore_latest(trainer.init(jax.random.PRNGKey(config.seed)))
+        state = checkpointer.restore_latest(abstract(trainer.init(jax.random.PRNGKey(config.seed))))
     finally:
         checkpointer.close()
     obs_stats = state.env_state.stats if config.env.normalize_observation else None

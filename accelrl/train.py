@@ -14,7 +14,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from accelrl.checkpoint import Checkpointer
+from accelrl.checkpoint import Checkpointer, abstract
 from accelrl.config import TrainConfig, save_config
 from accelrl.early_stop import RecentReturns
 from accelrl.fused import ChunkMetrics, TrainState, make_fused_trainer, num_chunks
@@ -107,11 +107,13 @@ def train(
     # restores) the state: on two or more cores the set-up hides behind the compile.
     with gc_paused(), ThreadPoolExecutor(max_workers=1) as pool:
         compiling = pool.submit(trainer.compile_chunk, jax.eval_shape(trainer.init, key))
-        state = trainer.init(key)
-        if resume and checkpointer.latest_step is None:  # killed before its first save
-            progress.line(f"no checkpoint in {run_dir} yet: starting from step 0", force=True)
-        elif resume:
-            state = checkpointer.restore_latest(state)
+        if resume and checkpointer.latest_step is not None:
+            # the fresh state lends its shapes and is freed before the restored arrays come
+            state = checkpointer.restore_latest(abstract(trainer.init(key)))
+        else:
+            if resume:  # killed before its first save
+                progress.line(f"no checkpoint in {run_dir} yet: starting from step 0", force=True)
+            state = trainer.init(key)
         run_chunk = compiling.result()
     if resume:
         save_config(config, run_dir / "config.yaml")

@@ -22,7 +22,7 @@ import numpy as np
 from accelrl.bridge.envs import UnsupportedEnv, make_env
 from accelrl.bridge.run_setup import make_learner, server_spec
 from accelrl.bridge.slots import SlotTable
-from accelrl.checkpoint import Checkpointer
+from accelrl.checkpoint import Checkpointer, abstract
 from accelrl.config import ConfigError, TrainConfig
 from accelrl.evaluate import STEP_CAP, EvalResult, summarize_episodes
 from accelrl.render import VIDEO_SUFFIXES
@@ -140,7 +140,7 @@ def evaluate_bridge_run(
         learner = make_learner(config, server_spec(config))
         checkpointer = Checkpointer(Path(run_dir) / "checkpoints")
         try:
-            state = checkpointer.restore_latest(learner.init_state(config.seed))
+            state = checkpointer.restore_latest(abstract(learner.init_state(config.seed)))
         finally:
             checkpointer.close()
         result, videos = run_bridge_episodes(config, learner, state.params, envs, seed, recorded)

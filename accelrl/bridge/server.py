@@ -46,7 +46,7 @@ from accelrl.bridge.inference import Inference, inline_cpu_dispatch
 from accelrl.bridge.learner_loop import run_learner
 from accelrl.bridge.run_setup import check_config, make_learner, server_spec
 from accelrl.bridge.trajectories import TrajectoryBuilder
-from accelrl.checkpoint import Checkpointer
+from accelrl.checkpoint import Checkpointer, abstract
 from accelrl.config import TrainConfig, save_config
 from accelrl.logger import Progress, RunLogger
 
@@ -78,9 +78,11 @@ class BridgeServer:
         self.token = b.token or os.environ.get("ACCELRL_BRIDGE_TOKEN", "")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.checkpointer = Checkpointer(self.run_dir / "checkpoints", keep=config.keep_checkpoints)
-        state = self.learner.init_state(config.seed)
         if resume:  # (a CheckpointMismatch leaves the run's config.yaml as it was)
-            state = self.checkpointer.restore_latest(state)
+            # the fresh state lends its shapes and is freed before the restored arrays come
+            state = self.checkpointer.restore_latest(abstract(self.learner.init_state(config.seed)))
+        else:
+            state = self.learner.init_state(config.seed)
         save_config(config, self.run_dir / "config.yaml")
         self.state = state
         self.start_iteration = int(state.iteration)
