@@ -59,18 +59,16 @@ class Checkpointer:
         step = self._manager.latest_step()
         if step is None:
             raise FileNotFoundError(f"no checkpoint in {self._manager.directory}")
-        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _without_empty(like))
+        target = abstract(_without_empty(like))
         # Compared before reading any array: a failed read would leave orbax's threads behind.
-        difference = _first_difference(
-            _leaves(self._manager.item_metadata(step)), _leaves(abstract)
-        )
+        difference = _first_difference(_leaves(self._manager.item_metadata(step)), _leaves(target))
         if difference:
             raise CheckpointMismatch(
                 f"checkpoint {step} in {self._manager.directory} does not fit this config "
                 f"({difference}); resume with the run's own settings (its config.yaml) or "
                 "train into a new run directory"
             )
-        restored = self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
+        restored = self._manager.restore(step, args=ocp.args.StandardRestore(target))
         saved = dict(jax.tree_util.tree_flatten_with_path(restored)[0])
         return jax.tree_util.tree_map_with_path(
             lambda path, leaf: _empty_like(leaf) if _is_empty(leaf) else saved[path], like
