@@ -32,6 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from physics import linalg
+
 MINIMP = 0.0001  # mjMINIMP: impedance is clamped to [MINIMP, MAXIMP]
 MAXIMP = 0.9999  # mjMAXIMP
 MINVAL = 1e-15  # mjMINVAL
@@ -330,7 +332,7 @@ def _descent_direction(H: jax.Array, grad: jax.Array) -> jax.Array:
     failed one made every later state NaN. The line search makes any descent direction a step
     downhill, and the next Newton steps (another active set) recover the quadratic rate.
     """
-    newton = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), grad)
+    newton = -linalg.cho_solve_primal(H, grad)
     return jnp.where(jnp.all(jnp.isfinite(newton)), newton, -grad / jnp.diagonal(H))
 
 
@@ -794,7 +796,7 @@ def solve(
         _, dg = jax.jvp(lambda *a: gradient(*a, qacc), inputs, d_inputs)
         M, _, J, aref, D, R, bounds, cone_rows = inputs
         H = hessian(M, J, D, R, bounds, cone_rows, jar)
-        d_qacc = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), dg)
+        d_qacc = -linalg.cho_solve(H, dg)
         _, d_jar = jax.jvp(
             lambda J, aref, qacc: row_values(J, unit_rows, qacc) - aref,
             (J, aref, qacc),

@@ -32,12 +32,11 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 import numpy as np
 
 from physics import collision as col
 from physics import constraints as con
-from physics import dynamics, equality, hfield, kinematics, math, tendon
+from physics import dynamics, equality, hfield, kinematics, linalg, math, tendon
 from physics.mesh import Hull
 from physics.system import (
     GEOM_HFIELD,
@@ -720,7 +719,7 @@ def solve_constraints(
     lay = _layout(sys)
     dtype = qfrc_smooth.dtype
     nb = sys.nbody
-    qacc_smooth = jsl.cho_solve(jsl.cho_factor(mass), qfrc_smooth)
+    qacc_smooth = linalg.cho_solve(mass, qfrc_smooth)
     empty = empty_contact(sys, dtype)
     if not lay.has_rows:
         return ConstraintResult(

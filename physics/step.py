@@ -24,10 +24,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 import numpy as np
 
-from physics import contact, dynamics, fluid, kinematics, math
+from physics import contact, dynamics, fluid, kinematics, linalg, math
 from physics.contact import ConstraintResult, ContactState
 from physics.kinematics import Kinematics
 from physics.system import INTEGRATORS, System
@@ -143,7 +142,7 @@ def constraint_force(
 def forward(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
     """Contact-free qacc = M^-1 qfrc_smooth (MuJoCo's mj_forward qacc with constraints off)."""
     m = dynamics.mass_matrix(sys, state.kin)
-    return jsl.cho_solve(jsl.cho_factor(m), smooth_force(sys, state, ctrl))
+    return linalg.cho_solve(m, smooth_force(sys, state, ctrl))
 
 
 def _at(sys: System, state: State, q: jax.Array, qd: jax.Array, act: jax.Array) -> State:
@@ -243,10 +242,10 @@ def _implicit_acceleration(
         if sys.disable_eulerdamp:  # (<flag eulerdamp="disable">: damping stays explicit)
             return qacc
         damp = dt * sys.dof_damping
-        return qacc - jsl.cho_solve(jsl.cho_factor(m + jnp.diag(damp)), damp * qacc)
+        return qacc - linalg.cho_solve(m + jnp.diag(damp), damp * qacc)
     damp = -dt * velocity_derivative(sys, state, ctrl)
     if sys.integrator == "implicitfast" and not _free_blocks(sys).any():  # symmetric
-        return qacc - jsl.cho_solve(jsl.cho_factor(m + damp), damp @ qacc)
+        return qacc - linalg.cho_solve(m + damp, damp @ qacc)
     return qacc - jnp.linalg.solve(m + damp, damp @ qacc)
 
 

@@ -1,0 +1,101 @@
+"""physics.linalg: the written-out Cholesky solve against the library's, and which one runs."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import physics
+from physics import linalg
+from tests.physics.gym_assets import gym_asset
+
+
+def _spd(rng: np.random.Generator, batch: int, n: int) -> np.ndarray:
+    a = rng.normal(size=(batch, n, n))
+    # a condition number of ~1e3, as Ant's mass matrix has
+    return (a @ a.transpose(0, 2, 1) + 0.01 * n * np.eye(n)).astype(np.float32)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 14, 23])
+@pytest.mark.parametrize("rhs", [(), (3,)])
+def test_unrolled_and_library_solve_as_numpy(n, rhs):
+    rng = np.random.default_rng(n)
+    a = _spd(rng, 4, n)
+    b = rng.normal(size=(4, n, *rhs)).astype(np.float32)
+    want = np.linalg.solve(a.astype(np.float64), b.astype(np.float64).reshape(4, n, -1))
+    for solve in (linalg._unrolled, linalg._library):
+        x = np.asarray(jax.vmap(solve)(a, b)).reshape(want.shape)
+        np.testing.assert_allclose(x, want, rtol=2e-3, atol=2e-3 * np.abs(want).max())
+
+
+def test_an_indefinite_matrix_gives_nan_on_both_paths():
+    a = jnp.array([[1.0, 2.0], [2.0, 1.0]])
+    for solve in (linalg._unrolled, linalg._library):
+        assert np.all(np.isnan(solve(a, jnp.ones(2))))
+
+
+def test_derivatives_match_the_library_for_symmetric_tangents():
+    rng = np.random.default_rng(0)
+    a, da = _spd(rng, 1, 14)[0], rng.normal(size=(14, 14)).astype(np.float32)
+    da = da + da.T  # a stays symmetric: the written-out factor reads the lower triangle only
+    b = rng.normal(size=14).astype(np.float32)
+    tangents = [
+        jax.jvp(lambda a, solve=solve: solve(a, b), (a,), (da,))[1]
+        for solve in (linalg._unrolled, linalg._library)
+    ]
+    np.testing.assert_allclose(*tangents, rtol=1e-3, atol=1e-5)
+    grads = [
+        jax.grad(lambda b, solve=solve: solve(a, b) @ b)(b)
+        for solve in (linalg._unrolled, linalg._library)
+    ]
+    np.testing.assert_allclose(*grads, rtol=1e-3, atol=1e-5)
+
+
+def _ops(fn, *args) -> str:
+    return jax.jit(fn).lower(*args).as_text()
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the CPU's choice")
+def test_the_cpu_takes_the_written_out_primal_solve_only_over_large_batches():
+    rng = np.random.default_rng(1)
+    for batch, written_out in ((8, False), (linalg.CPU_UNROLL_MIN_BATCH, True)):
+        a, b = _spd(rng, batch, 14), rng.normal(size=(batch, 14)).astype(np.float32)
+        text = _ops(jax.vmap(linalg.cho_solve_primal), a, b)
+        assert ("lapack" not in text) == written_out, batch
+        np.testing.assert_allclose(
+            jax.vmap(linalg.cho_solve_primal)(a, b),
+            jax.vmap(linalg._library)(a, b),
+            rtol=2e-3,
+            atol=1e-4,
+        )
+        # the differentiable solve keeps LAPACK on the CPU whatever the batch
+        assert "lapack" in _ops(jax.vmap(linalg.cho_solve), a, b)
+    # a matrix shared by the batch (unbatched argument) and nested vmaps take the same rule
+    a, b = _spd(rng, 1, 14)[0], rng.normal(size=(2, 300, 14)).astype(np.float32)
+    x = jax.vmap(jax.vmap(linalg.cho_solve_primal, (None, 0)), (None, 0))(a, b)
+    np.testing.assert_allclose(x, np.linalg.solve(a, b[..., None])[..., 0], rtol=2e-3, atol=1e-4)
+
+
+def test_ant_steps_alike_over_few_and_many_worlds():
+    """The constraint solver's Newton solve is written out over many worlds, the library's over
+    few: the same worlds step to the same states either way."""
+    sys_ = physics.load_mjcf(gym_asset("ant"), max_contacts=8, newton_steps=4)
+    sys_ = dataclasses.replace(sys_, integrator="Euler")
+    many = linalg.CPU_UNROLL_MIN_BATCH
+    key_q, key_u = jax.random.split(jax.random.PRNGKey(0))
+    q = sys_.qpos0 + 0.1 * jax.random.normal(key_q, (many, sys_.nq))
+    states = jax.vmap(lambda q: physics.init(sys_, q=q))(q)
+    lo, hi = sys_.actuator_ctrlrange[:, 0], sys_.actuator_ctrlrange[:, 1]
+    ctrl = jax.random.uniform(key_u, (many, sys_.nu), minval=lo, maxval=hi)
+    step = jax.jit(jax.vmap(lambda s, u: physics.step(sys_, s, u, n_substeps=5)))
+    for _ in range(12):  # the ant falls onto its feet: contacts and joint limits are active
+        states_many = step(states, ctrl)
+        states_few = step(jax.tree.map(lambda x: x[:8], states), ctrl[:8])
+        np.testing.assert_allclose(states_many.q[:8], states_few.q, atol=1e-5)
+        np.testing.assert_allclose(states_many.qd[:8], states_few.qd, atol=1e-4)
+        states = states_many
+    assert np.all(np.isfinite(states.qd))
+    in_contact = np.abs(states.cfrc_ext[:8]).sum(axis=(1, 2)) > 0
+    assert in_contact.sum() >= 6, "the worlds compared are not in contact"
