@@ -6,7 +6,7 @@
 #                                 # lacks (Python 3.12, x86-64) into .whl/ (git-ignored)
 #   benchmarks/gpu.sh [STEP...]   # on the GPU machine; on a CPU it is a dry run at small sizes
 #
-# STEP is any of: tests physics train ant_training fused_loop bridge (default: all, in that
+# STEP is any of: tests physics profile train ant_training fused_loop bridge (default: all, in that
 # order of priority), so a short device lease can run them over several calls.
 #
 # Results go to benchmarks/results/<name>_gpu.{json,md} (benchmarks/common.py adds the
@@ -59,10 +59,10 @@ LOGS=$RESULTS/gpu_logs
 mkdir -p "$LOGS"
 "$PY" -c 'import jax; print("devices:", jax.devices())' | tee "$LOGS/devices.txt"
 if [[ "$PLATFORM" == "cpu" ]]; then  # dry run: the same steps at small sizes
-  PHYSICS_BATCHES="64 512"; FUSED_BATCHES="64"; ANT_BATCHES="16"; PONG_POINTS="1:8:2"
+  PHYSICS_BATCHES="64 512"; PROFILE_BATCH=256; FUSED_BATCHES="64"; ANT_BATCHES="16"; PONG_POINTS="1:8:2"
   TEST_SELECT="tests/physics/test_precision.py tests/agents"; TEST_WORKERS=2
 else
-  PHYSICS_BATCHES="8192 65536 524288"; FUSED_BATCHES="2048 16384 65536"
+  PHYSICS_BATCHES="8192 65536 524288"; PROFILE_BATCH=65536; FUSED_BATCHES="2048 16384 65536"
   ANT_BATCHES="32768"; PONG_POINTS="1:16:2 8:16:2"
   TEST_SELECT="tests/physics/test_precision.py tests/physics/test_dynamics_vs_mujoco.py
     tests/physics/test_contacts_vs_mujoco.py tests/physics/test_physics_laws.py tests/agents"
@@ -75,7 +75,7 @@ BENCH_SECONDS=${GPU_BENCH_SECONDS:-100}
 BRIDGE_SECONDS=${GPU_BRIDGE_SECONDS:-200}
 # Ant training budget, compile included (the issue's target: return >= 6000 within 5 min).
 TRAIN_MINUTES=${GPU_TRAIN_MINUTES:-5}
-ALL_STEPS=(tests physics train ant_training fused_loop bridge)
+ALL_STEPS=(tests physics profile train ant_training fused_loop bridge)
 STEPS=("$@")
 ((${#STEPS[@]})) || STEPS=("${ALL_STEPS[@]}")
 
@@ -99,6 +99,9 @@ for name in "${STEPS[@]}"; do
       -p no:cacheprovider -n "$TEST_WORKERS" -m "not slow" $TEST_SELECT ;;
     physics) step physics "$BENCH_SECONDS" "$PY" benchmarks/physics.py \
       --batches $PHYSICS_BATCHES --repeats 2 --min-seconds 0.5 ;;
+    # where the step's device time goes, per kernel (the candidates for the next speed-up)
+    profile) step profile "$BENCH_SECONDS" "$PY" benchmarks/physics_profile.py \
+      --batch "$PROFILE_BATCH" --calls 5 --top 40 ;;
     train) step train $((TRAIN_MINUTES * 60 + 45)) "$PY" benchmarks/train_curves.py --envs ant \
       --minutes "$TRAIN_MINUTES" --eval-episodes 0 ;;
     ant_training) step ant_training "$BENCH_SECONDS" "$PY" benchmarks/ant_training.py \

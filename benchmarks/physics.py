@@ -56,7 +56,9 @@ def ant_path() -> str:
     return os.path.join(os.path.dirname(gymnasium.__file__), "envs/mujoco/assets/ant.xml")
 
 
-def bench_engine(batch: int, repeats: int, min_seconds: float) -> dict[str, Any]:
+def ant_step(batch: int) -> tuple[Any, physics.State, jax.Array, dict[str, float]]:
+    """The compiled, vmapped Ant env step (5 substeps), its initial states, random controls in
+    range (fixed per world) and its compile time {wall, cpu}."""
     sys_ = physics.load_mjcf(ant_path(), max_contacts=MAX_CONTACTS, newton_steps=NEWTON_STEPS)
     # gymnasium's XML asks for RK4 (four forward evaluations a substep); the Ant env and the
     # MuJoCo and MJX sides here integrate with Euler
@@ -67,6 +69,11 @@ def bench_engine(batch: int, repeats: int, min_seconds: float) -> dict[str, Any]
     step = jax.jit(jax.vmap(lambda s, u: physics.step(sys_, s, u, n_substeps=N_SUBSTEPS)))
     with timer() as compile_t:
         compiled = step.lower(states, ctrl).compile()
+    return compiled, states, ctrl, compile_t
+
+
+def bench_engine(batch: int, repeats: int, min_seconds: float) -> dict[str, Any]:
+    compiled, states, ctrl, compile_t = ant_step(batch)
     states = jax.block_until_ready(compiled(states, ctrl))
     best = 0.0
     for _ in range(repeats):
