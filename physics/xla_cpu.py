@@ -13,19 +13,41 @@
   mappings (1,600), about 1,100 (3,000) for its gradient.
 
 XLA reads XLA_FLAGS once, when the first backend starts, so importing `physics` (whose first
-import is this module) applies them.
+import is this module) applies them. XLA aborts the process on a flag it does not know, and
+jaxlib 0.11 removed the fusion-emitter switch (its MLIR emitters are the only ones), so each
+flag is added only for the jaxlib versions that have it.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
+import re
 
 _ACCELERATOR_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin", "libtpu")
-CPU_XLA_FLAGS = (
-    "--xla_cpu_enable_concurrency_optimized_scheduler=false",
-    "--xla_cpu_use_fusion_emitters=false",
+# each flag with the first jaxlib (major, minor) whose XLA no longer knows it, or None
+_FLAGS_UNTIL: tuple[tuple[str, tuple[int, int] | None], ...] = (
+    ("--xla_cpu_enable_concurrency_optimized_scheduler=false", None),
+    ("--xla_cpu_use_fusion_emitters=false", (0, 11)),
 )
+
+
+def cpu_xla_flags(jaxlib_version: str) -> tuple[str, ...]:
+    """The flags of this module that the XLA of ``jaxlib_version`` accepts."""
+    found = re.match(r"(\d+)\.(\d+)", jaxlib_version)
+    version = (int(found[1]), int(found[2])) if found else (0, 0)
+    return tuple(flag for flag, until in _FLAGS_UNTIL if until is None or version < until)
+
+
+def _jaxlib_version() -> str:
+    try:
+        return importlib.metadata.version("jaxlib")
+    except importlib.metadata.PackageNotFoundError:
+        return "0"
+
+
+CPU_XLA_FLAGS = cpu_xla_flags(_jaxlib_version())
 
 
 def accelerator_available() -> bool:

@@ -1,9 +1,15 @@
-"""physics/xla_cpu.py adds its XLA:CPU flags on the CPU only and never over a user's value.
+"""physics/xla_cpu.py adds its XLA:CPU flags on the CPU only, never over a user's value, and
+only those the installed jaxlib knows.
 
 That they prevent the deadlock is shown by test_dynamics_vs_mujoco's batch-512 step.
 """
 
-from physics.xla_cpu import CPU_XLA_FLAGS, add_cpu_xla_flags
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from physics.xla_cpu import CPU_XLA_FLAGS, add_cpu_xla_flags, cpu_xla_flags
 
 
 def test_flags_are_added_once_and_keep_the_users_choice(monkeypatch):
@@ -22,3 +28,33 @@ def test_flags_are_added_once_and_keep_the_users_choice(monkeypatch):
     untouched: dict[str, str] = {}
     add_cpu_xla_flags(untouched)
     assert untouched == {}
+
+
+def test_flags_follow_the_jaxlib_version():
+    assert cpu_xla_flags("0.10.2") == (
+        "--xla_cpu_enable_concurrency_optimized_scheduler=false",
+        "--xla_cpu_use_fusion_emitters=false",
+    )
+    # jaxlib 0.11's XLA aborts on the fusion-emitter switch ("Unknown flag in XLA_FLAGS")
+    for version in ("0.11.2", "0.11.0.dev20261101", "1.0"):
+        assert cpu_xla_flags(version) == ("--xla_cpu_enable_concurrency_optimized_scheduler=false",)
+
+
+def test_the_installed_xla_accepts_the_flags():
+    """A process that imports physics and computes on the CPU runs (XLA kills the process at
+    its first computation over a flag it does not know)."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"JAX_PLATFORMS": "cpu"}
+    code = (
+        "import os, physics, jax.numpy as jnp; jnp.ones(2).block_until_ready(); "
+        "print(os.environ['XLA_FLAGS'])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == list(CPU_XLA_FLAGS)
