@@ -52,6 +52,7 @@ fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 
 PLATFORM=$("$PY" -c 'import jax; print(jax.devices()[0].platform)') || exit 1
+case $PLATFORM in gpu) TEST_PLATFORMS=cuda ;; *) TEST_PLATFORMS=$PLATFORM ;; esac
 # a CPU dry run must not overwrite the CPU figures that the benchmarks keep in results/
 [[ "$PLATFORM" == "cpu" ]] && export ACCELRL_BENCH_RESULTS=${ACCELRL_BENCH_RESULTS:-/tmp/accelrl-gpu-dry-run}
 RESULTS=${ACCELRL_BENCH_RESULTS:-benchmarks/results}
@@ -94,9 +95,11 @@ step() {  # step NAME SECONDS COMMAND...: run with a limit, log to $LOGS/NAME.lo
 for name in "${STEPS[@]}"; do
   case $name in
     # correctness on the accelerator (float32 products, MuJoCo agreement), one process per
-    # worker sharing the GPU: no worker may grab most of its memory up front
-    tests) XLA_PYTHON_CLIENT_PREALLOCATE=false step tests "$TEST_SECONDS" "$PY" -m pytest -q \
-      -p no:cacheprovider -n "$TEST_WORKERS" -m "not slow" $TEST_SELECT ;;
+    # worker sharing the GPU: no worker may grab most of its memory up front. The tests run on
+    # the CPU unless JAX_PLATFORMS says otherwise (tests/conftest.py).
+    tests) JAX_PLATFORMS=$TEST_PLATFORMS XLA_PYTHON_CLIENT_PREALLOCATE=false step tests \
+      "$TEST_SECONDS" "$PY" -m pytest -q -p no:cacheprovider -n "$TEST_WORKERS" -m "not slow" \
+      $TEST_SELECT ;;
     physics) step physics "$BENCH_SECONDS" "$PY" benchmarks/physics.py \
       --batches $PHYSICS_BATCHES --repeats 2 --min-seconds 0.5 ;;
     # where the step's device time goes, per kernel (the candidates for the next speed-up)

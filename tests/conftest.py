@@ -1,5 +1,6 @@
-"""Shared test settings: CPU-only, one XLA compilation cache per test session, and a bound on
-what a worker keeps compiled.
+"""Shared test settings: CPU-only (unless the caller sets JAX_PLATFORMS, as benchmarks/gpu.sh
+does to run the physics tests on a GPU), one XLA compilation cache per test session, and a
+bound on what a worker keeps compiled.
 
 The cache starts empty for every session (each test still compiles for real the first time);
 later identical programs reuse it: a training step rebuilt for resume or evaluation, and the
