@@ -21,7 +21,11 @@ of a scalar program as its own task. Hence:
   over at least ``CPU_UNROLL_MIN_BATCH`` worlds.
 
 Matrices above ``UNROLL_MAX`` rows always take the library's (the written-out program grows
-as n^3, and its compile time with it).
+as n^3, and its compile time with it). The backend is JAX's default one when the solve is
+traced (what jit compiles for unless told otherwise): choosing then, rather than per lowering
+with lax.platform_dependent, keeps the other implementation out of the traced program, whose
+derivative otherwise made gradient tests compile 25-65% longer. Both give the same x, so a
+program compiled for another backend only runs slower.
 """
 
 from __future__ import annotations
@@ -41,9 +45,9 @@ def cho_solve(a: jax.Array, b: jax.Array) -> jax.Array:
     Where the Cholesky factor of ``a`` fails (float32 rounding made it indefinite) the result
     holds NaN, as jax.scipy.linalg.cho_solve's does, so callers test it with isfinite.
     """
-    if a.shape[-1] > UNROLL_MAX:
+    if a.shape[-1] > UNROLL_MAX or jax.default_backend() == "cpu":
         return _library(a, b)
-    return jax.lax.platform_dependent(a, b, cpu=_library, default=_unrolled)
+    return _unrolled(a, b)
 
 
 @jax.custom_batching.custom_vmap
