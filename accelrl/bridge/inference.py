@@ -9,7 +9,10 @@ compiled program each, all compiled before serving); padding rows use a spare sl
 The hot path is kept short because the server calls it for every batch: the PRNG key stays on
 the device (split inside the program), and the outputs and the carries the envs acted from
 come back as ONE host array `[m, K]` (every leaf bitcast to 4-byte words and laid side by side)
-that `Packed.rows` cuts into per-env views, instead of one transfer and one slice per leaf.
+that `Packed.rows` cuts into per-env views, instead of one transfer and one slice per leaf; and
+the parameters go in as a tuple of leaves, flattened once per published version, and the inputs
+as a tuple, so the call does not flatten (and sort the keys of) nested dicts every batch: on
+the 2-core CPU host, with the bridge serving one actor of 32 envs, -18 us per batch (of ~200).
 """
 
 from __future__ import annotations
@@ -114,7 +117,9 @@ class Inference:
             carries = jax.tree.map(lambda x, n: x.at[slots].set(n), carries, carry1)
             return carries, (outputs, carry0)
 
-        def infer(params, carries, constants, slots, inputs, key):  # noqa: ANN001, ANN202
+        def infer(param_leaves, carries, constants, slots, input_values, key):  # noqa: ANN001, ANN202
+            params = jax.tree.unflatten(self._params_treedef, param_leaves)
+            inputs = dict(zip(self._input_names, input_values, strict=True))
             key, step_key = jax.random.split(key)
             carries, result = step(params, carries, constants, slots, inputs, step_key)
             return carries, key, _pack(result)
@@ -129,6 +134,9 @@ class Inference:
         self.key = jax.random.PRNGKey(seed)
         self.buckets = buckets(max_batch)
         self._layout: tuple[list[_Leaf], Any] | None = None
+        self._input_names: tuple[str, ...] = ()  # the inputs' keys, fixed by the first call
+        self._params_treedef: Any = None
+        self._flat_params: tuple[Any, tuple] = (None, ())  # (params, their leaves)
 
     def bucket(self, n: int) -> int:
         for m in self.buckets:
@@ -148,10 +156,35 @@ class Inference:
             inputs = {k: fill(x, 1 if k == "is_first" else 0) for k, x in inputs.items()}
         if self._layout is None:
             self._layout = self._result_layout(params, slots, inputs)
+            self._input_names = tuple(inputs)
+        if inputs.keys() != set(self._input_names):
+            raise ValueError(f"inputs {sorted(inputs)}, expected {sorted(self._input_names)}")
         self.carries, self.key, packed = self._infer(
-            params, self.carries, self.constants, slots, inputs, self.key
+            self._param_leaves(params),
+            self.carries,
+            self.constants,
+            slots,
+            tuple(inputs[name] for name in self._input_names),
+            self.key,
         )
         return Packed(np.asarray(packed), *self._layout)
+
+    def _param_leaves(self, params: Any) -> tuple:
+        """`params`' leaves, flattened once per parameters object (one per published
+        version); every version must have the first one's structure."""
+        cached, leaves = self._flat_params
+        if params is not cached:
+            flat, treedef = jax.tree.flatten(params)
+            if self._params_treedef is None:
+                self._params_treedef = treedef
+            elif treedef != self._params_treedef:
+                raise ValueError(
+                    f"parameters changed structure: {treedef} where {self._params_treedef} was "
+                    "compiled"
+                )
+            leaves = tuple(flat)
+            self._flat_params = (params, leaves)
+        return leaves
 
     def _result_layout(self, params: Any, slots: np.ndarray, inputs: dict) -> tuple:
         args = (params, self.carries, self.constants, slots, inputs, self.key)

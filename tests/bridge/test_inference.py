@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from accelrl.bridge.inference import Inference
 
@@ -42,3 +43,25 @@ def test_packed_outputs_carries_and_padding():
     np.testing.assert_array_equal(second.rows(1, 2)[0]["action"], [10])
     # a fresh key each batch: the noise differs between batches
     assert not np.array_equal(first.rows(0, 2)[0]["noise"], outputs["noise"])
+
+
+def test_each_published_params_object_is_used_and_checked():
+    """Parameters go in as leaves flattened once per object: a new object (a newly published
+    version) acts with its own values; one of another structure, or other inputs, is an error."""
+    step = lambda p, carry, inputs, constants, key: (  # noqa: E731
+        carry,
+        {"action": (inputs["observation"][:, 0] * p["w"]["scale"] + p["b"]).astype(jnp.int32)},
+    )
+    inference = Inference(step, lambda b: (), 4, 2)
+    obs = {"observation": np.ones((2, 1), np.float32), "is_first": np.ones(2, bool)}
+    slots = np.array([0, 1], np.int32)
+    v1 = {"w": {"scale": jnp.float32(3.0)}, "b": jnp.float32(1.0)}
+    v2 = {"w": {"scale": jnp.float32(5.0)}, "b": jnp.float32(0.0)}
+    action = lambda params: inference.act(params, slots, obs).rows(0, 2)[0]["action"]  # noqa: E731
+    np.testing.assert_array_equal(action(v1), [4, 4])
+    np.testing.assert_array_equal(action(v2), [5, 5])
+    np.testing.assert_array_equal(action(v1), [4, 4])
+    with pytest.raises(ValueError, match="parameters changed structure"):
+        action({"w": jnp.float32(3.0), "b": jnp.float32(1.0)})
+    with pytest.raises(ValueError, match="inputs"):
+        inference.act(v1, slots, {"observation": obs["observation"]})
