@@ -166,7 +166,44 @@ def write_result(
     json_path, md_path = results_dir / f"{name}.json", results_dir / f"{name}.md"
     json_path.write_text(json.dumps(payload, indent=2, default=_json_default) + "\n")
     md_path.write_text(render_markdown(name, payload))
+    write_summary(results_dir)
     return json_path, md_path
+
+
+STATUS_FILE = "bench_status.json"
+"""The last `make bench` run's outcome per benchmark, kept for SUMMARY.md."""
+
+
+def write_summary(results_dir: Path = RESULTS_DIR, quick: bool = False) -> Path:
+    """`<results_dir>/SUMMARY.md`: the last `make bench` run's status table (if any) and every
+    `<name>.md` there (`<name>_quick.md` too when `quick`).
+
+    Every `write_result` rewrites it, so it never shows figures older than its sections'
+    files after a single benchmark is rerun.
+    """
+    results_dir = Path(results_dir)
+    lines = ["# Benchmark results", ""]
+    lines += [
+        "Written by each benchmark run (`benchmarks/common.py`); each section below is one "
+        "`results/*.md`. See benchmarks/README.md for what each benchmark measures.",
+        "",
+    ]
+    status = results_dir / STATUS_FILE
+    if status.exists():
+        last = json.loads(status.read_text())
+        lines += [f"Last `make bench` ({last['date']}):", ""]
+        lines += ["| benchmark | status | wall s |", "|---|---|---|"]
+        for name, code, seconds in last["outcomes"]:
+            state = "ok" if code == 0 else f"FAILED (exit {code})"
+            lines.append(f"| {name} | {state} | {seconds:.0f} |")
+        lines.append("")
+    for md in sorted(results_dir.glob("*.md")):
+        if md.name == "SUMMARY.md" or (md.stem.endswith("_quick") and not quick):
+            continue
+        lines += [f"<!-- {md.name} -->", md.read_text().rstrip(), ""]
+    path = results_dir / "SUMMARY.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def _json_default(value: Any) -> Any:

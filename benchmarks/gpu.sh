@@ -120,7 +120,8 @@ done
 
 if [[ -n "${OUT:-}" ]]; then
   tar -czf "$OUT/gpu_results.tar.gz" "$LOGS" $(ls "$RESULTS"/*_"$PLATFORM".* 2>/dev/null)
-  echo "packed results into $OUT/gpu_results.tar.gz"
+  echo "packed results into $OUT/gpu_results.tar.gz (unpack at the repo root, then" \
+    "benchmarks/run_all.py --summary)"
 fi
 if ((${#failed[@]})); then
   echo "failed steps: ${failed[*]}"

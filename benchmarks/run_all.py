@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/run_all.py            # what `make bench` runs
     .venv/bin/python benchmarks/run_all.py --quick    # smoke: passes --quick to each
+    .venv/bin/python benchmarks/run_all.py --summary  # only rewrite results/SUMMARY.md
 
 A benchmark is any `benchmarks/*.py` (other than common.py, peers.py and this file) that defines a
 top-level `main()`. Each runs in its own subprocess, so one failing does not stop the rest;
@@ -12,13 +13,16 @@ from __future__ import annotations
 
 import argparse
 import ast
+import datetime as _dt
+import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from common import RESULTS_DIR, STATUS_FILE, write_summary
+
 BENCH_DIR = Path(__file__).resolve().parent
-RESULTS_DIR = BENCH_DIR / "results"
 # peers.py is not a benchmark of its own: physics.py and ant_training.py run it in the peers venv.
 SKIP = {"common.py", "run_all.py", "peers.py"}
 
@@ -35,33 +39,19 @@ def discover() -> list[Path]:
     return found
 
 
-def write_summary(outcomes: list[tuple[str, int, float]], quick: bool) -> Path:
-    lines = ["# Benchmark results", ""]
-    lines += [
-        "Written by `make bench` (`benchmarks/run_all.py`); each section below is one "
-        "`results/*.md`. See benchmarks/README.md for what each benchmark measures.",
-        "",
-    ]
-    if outcomes:
-        lines += ["| benchmark | status | wall s |", "|---|---|---|"]
-        for name, code, seconds in outcomes:
-            status = "ok" if code == 0 else f"FAILED (exit {code})"
-            lines.append(f"| {name} | {status} | {seconds:.0f} |")
-        lines.append("")
-    for md in sorted(RESULTS_DIR.glob("*.md")):
-        if md.name == "SUMMARY.md" or (md.stem.endswith("_quick") and not quick):
-            continue
-        lines += [f"<!-- {md.name} -->", md.read_text().rstrip(), ""]
-    path = RESULTS_DIR / "SUMMARY.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="pass --quick to every benchmark")
     parser.add_argument("names", nargs="*", help="only these benchmarks (file stems)")
+    parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="run nothing: rewrite results/SUMMARY.md (e.g. after unpacking gpu.sh's results)",
+    )
     args = parser.parse_args(argv)
+    if args.summary:
+        print(f"wrote {write_summary(RESULTS_DIR, args.quick)}")
+        return 0
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     scripts = [p for p in discover() if not args.names or p.stem in args.names]
     outcomes = []
@@ -76,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
             f"=== {script.stem}: {'ok' if code == 0 else f'exit {code}'} in {seconds:.0f} s",
             flush=True,
         )
-    summary = write_summary(outcomes, args.quick)
+    status = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    (RESULTS_DIR / STATUS_FILE).write_text(json.dumps({**status, "outcomes": outcomes}) + "\n")
+    summary = write_summary(RESULTS_DIR, args.quick)
     print(f"wrote {summary}")
     return 0 if all(code == 0 for _, code, _ in outcomes) else 1
 
