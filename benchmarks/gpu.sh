@@ -6,8 +6,9 @@
 #                                 # lacks (Python 3.12, x86-64) into .whl/ (git-ignored)
 #   benchmarks/gpu.sh [STEP...]   # on the GPU machine; on a CPU it is a dry run at small sizes
 #
-# STEP is any of: tests physics profile train ant_training fused_loop bridge (default: all, in that
-# order of priority), so a short device lease can run them over several calls.
+# STEP is any of: tests physics profile profile_matmul train ant_training fused_loop bridge
+# (default: all, in that order of priority), so a short device lease can run them over several
+# calls.
 #
 # Results go to benchmarks/results/<name>_gpu.{json,md} (benchmarks/common.py adds the
 # platform suffix) and logs to benchmarks/results/gpu_logs/ (a CPU dry run writes to
@@ -76,7 +77,7 @@ BENCH_SECONDS=${GPU_BENCH_SECONDS:-100}
 BRIDGE_SECONDS=${GPU_BRIDGE_SECONDS:-200}
 # Ant training budget, compile included (the target: return >= 6000 within 5 min).
 TRAIN_MINUTES=${GPU_TRAIN_MINUTES:-5}
-ALL_STEPS=(tests physics profile train ant_training fused_loop bridge)
+ALL_STEPS=(tests physics profile profile_matmul train ant_training fused_loop bridge)
 STEPS=("$@")
 ((${#STEPS[@]})) || STEPS=("${ALL_STEPS[@]}")
 
@@ -105,6 +106,9 @@ for name in "${STEPS[@]}"; do
     # where the step's device time goes, per kernel (the candidates for the next speed-up)
     profile) step profile "$BENCH_SECONDS" "$PY" benchmarks/physics_profile.py \
       --batch "$PROFILE_BATCH" --calls 5 --top 40 ;;
+    # the same with J^T D J as a batched matrix product (the candidate for the largest kernel)
+    profile_matmul) step profile_matmul "$BENCH_SECONDS" "$PY" benchmarks/physics_profile.py \
+      --batch "$PROFILE_BATCH" --calls 5 --top 40 --hessian-form matmul ;;
     train) step train $((TRAIN_MINUTES * 60 + 45)) "$PY" benchmarks/train_curves.py --envs ant \
       --minutes "$TRAIN_MINUTES" --eval-episodes 0 ;;
     ant_training) step ant_training "$BENCH_SECONDS" "$PY" benchmarks/ant_training.py \

@@ -56,10 +56,17 @@ def ant_path() -> str:
     return os.path.join(os.path.dirname(gymnasium.__file__), "envs/mujoco/assets/ant.xml")
 
 
-def ant_step(batch: int) -> tuple[Any, physics.State, jax.Array, dict[str, float]]:
+def ant_step(
+    batch: int, hessian_form: str = "broadcast"
+) -> tuple[Any, physics.State, jax.Array, dict[str, float]]:
     """The compiled, vmapped Ant env step (5 substeps), its initial states, random controls in
     range (fixed per world) and its compile time {wall, cpu}."""
-    sys_ = physics.load_mjcf(ant_path(), max_contacts=MAX_CONTACTS, newton_steps=NEWTON_STEPS)
+    sys_ = physics.load_mjcf(
+        ant_path(),
+        max_contacts=MAX_CONTACTS,
+        newton_steps=NEWTON_STEPS,
+        hessian_form=hessian_form,
+    )
     # gymnasium's XML asks for RK4 (four forward evaluations a substep); the Ant env and the
     # MuJoCo and MJX sides here integrate with Euler
     sys_ = dataclasses.replace(sys_, integrator="Euler")

@@ -29,6 +29,8 @@ import importlib.util
 import jax
 from common import print_table, write_result
 
+from physics.constraints import HESSIAN_FORMS
+
 # benchmarks/physics.py by path: the name `physics` is the engine package
 _spec = importlib.util.spec_from_file_location(
     "physics_bench", Path(__file__).with_name("physics.py")
@@ -71,11 +73,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--quick", action="store_true", help="smoke run: batch 64, 2 calls")
+    parser.add_argument(
+        "--hessian-form",
+        choices=HESSIAN_FORMS,
+        default=HESSIAN_FORMS[0],
+        help="how the solver forms J^T D J (load_mjcf's hessian_form); another than the default "
+        "writes physics_profile_<form>",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.batch, args.calls = 64, 2
 
-    compiled, states, ctrl, _ = physics_bench.ant_step(args.batch)
+    compiled, states, ctrl, _ = physics_bench.ant_step(args.batch, args.hessian_form)
     for _ in range(2):
         states = jax.block_until_ready(compiled(states, ctrl))
     with tempfile.TemporaryDirectory() as log_dir:
@@ -109,11 +118,16 @@ def main(argv: list[str] | None = None) -> int:
         print_table(table["columns"], table["rows"])
     env_steps_per_s = args.calls * args.batch / (wall_us / 1e6)
     print(f"\n{env_steps_per_s:,.0f} Ant env steps/s while traced")
+    name = "physics_profile" + (
+        "" if args.hessian_form == HESSIAN_FORMS[0] else f"_{args.hessian_form}"
+    )
     write_result(
-        "physics_profile_quick" if args.quick else "physics_profile",
+        f"{name}_quick" if args.quick else name,
         {
-            "title": f"Where Ant's physics step spends its time ({args.batch:,} worlds)",
+            "title": f"Where Ant's physics step spends its time ({args.batch:,} worlds, "
+            f"J^T D J by {args.hessian_form})",
             "batch": args.batch,
+            "hessian_form": args.hessian_form,
             "calls": args.calls,
             "traced_wall_us": wall_us,
             "env_steps_per_s_traced": env_steps_per_s,

@@ -40,6 +40,11 @@ MINVAL = 1e-15  # mjMINVAL
 DEFAULT_SOLREF = (0.02, 1.0)  # (timeconst, dampratio)
 DEFAULT_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)  # (dmin, dmax, width, midpoint, power)
 NEWTON_ITERATIONS = 6  # Newton steps of solve(); MuJoCo's optimum is reached in 3-4
+HESSIAN_FORMS = ("broadcast", "matmul")
+"""How a Newton step forms J^T D J for H: "broadcast", the rows' outer products summed (on a
+2-core CPU XLA fuses that across worlds, and a matrix product was no faster), or "matmul", one
+matrix product per world (a batched GEMM under vmap; the candidate on GPUs, where the broadcast
+sum was the step's largest kernel). Both give the same H to float32 rounding."""
 
 
 Bounds = tuple[jax.Array, jax.Array]  # per-row force bounds (lo [n], hi [n]), lo <= 0 <= hi
@@ -713,6 +718,7 @@ def solve(
     unit_rows: UnitRows | None = None,
     bounds: Bounds | None = None,
     cones: Cones | None = None,
+    hessian_form: str = "broadcast",
 ) -> SolverResult:
     """Constrained acceleration and row forces (fixed-count Newton, implicit derivatives).
 
@@ -727,6 +733,7 @@ def solve(
     ``bounds`` (lo, hi) per row bound its force (default: inequality rows, [0, inf)).
     ``cones``: the last rows are elliptic friction cones (:class:`Cones`); their Hessian
     blocks join H, and the line search is the 1-D Newton one.
+    ``hessian_form``: how J^T D J is formed, one of ``HESSIAN_FORMS`` (same H, to rounding).
 
     Each Newton step costs one J x, one J^T f, one J^T D J and a Cholesky of H: J qacc - aref
     and M (qacc - qacc_smooth) are carried and updated along the step, not recomputed.
@@ -738,6 +745,8 @@ def solve(
     magnitude. The warm start has no derivative (the minimizer does not depend on it). The
     row forces come from the jar the Newton steps carry, with its derivative from d qacc.
     """
+    if hessian_form not in HESSIAN_FORMS:
+        raise ValueError(f"hessian_form must be one of {HESSIAN_FORMS}, got {hessian_form!r}")
     if cones is not None:
         line_search = "cone"  # the cones' cost is not piecewise quadratic
     search = {"exact": _line_search, "newton": _line_search_newton, "cone": _line_search_cone}[
@@ -754,12 +763,11 @@ def solve(
 
     def hessian(M, J, D, R, bounds, cone_rows, jar):  # noqa: ANN001, ANN202
         act = jnp.where(_unsaturated(jar, R, bounds), D, 0.0)
-        # J^T diag(act) J as a broadcast product and sum: XLA:CPU fuses it across worlds
-        h = (
-            M
-            + jnp.diag(act[:nu] @ (e * e))
-            + jnp.sum(J[:, :, None] * (act[nu:, None, None] * J[:, None, :]), axis=0)
-        )
+        if hessian_form == "matmul":
+            jtdj = (J * act[nu:, None]).T @ J
+        else:  # XLA:CPU fuses the product and its sum across worlds
+            jtdj = jnp.sum(J[:, :, None] * (act[nu:, None, None] * J[:, None, :]), axis=0)
+        h = M + jnp.diag(act[:nu] @ (e * e)) + jtdj
         if cone_rows is None:
             return h
         D3, cones = cone_rows

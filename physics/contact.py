@@ -768,6 +768,7 @@ def solve_constraints(
         unit_rows=unit,
         bounds=bounds,
         cones=cones,
+        hessian_form=sys.hessian_form,
     )
     if contact is None:
         return ConstraintResult(res.qfrc_constraint, res.qacc, empty, jnp.zeros((nb, 6), dtype))

@@ -2072,6 +2072,7 @@ def load_mjcf(
     *,
     max_contacts: int | None = None,
     newton_steps: int = contact.NEWTON_STEPS,
+    hessian_form: str = "broadcast",
 ) -> S.System:
     """Builds a System from an MJCF file path or XML string (numpy, once per model).
 
@@ -2079,11 +2080,15 @@ def load_mjcf(
     solving all while no more are active); None solves every active contact, as MuJoCo does.
     ``newton_steps``: Newton steps of each constraint solve; fewer run faster, and are enough
     for soft contacts (see ``physics.contact.NEWTON_STEPS``: the gymnasium models need 4).
+    ``hessian_form``: how the constraint solver forms J^T D J, one of
+    ``physics.constraints.HESSIAN_FORMS`` (the same results; a speed choice per device).
     """
     if max_contacts is not None and (isinstance(max_contacts, bool) or max_contacts < 1):
         raise ValueError(f"max_contacts must be a positive int or None, got {max_contacts!r}")
     if isinstance(newton_steps, bool) or not isinstance(newton_steps, int) or newton_steps < 1:
         raise ValueError(f"newton_steps must be a positive int, got {newton_steps!r}")
+    if hessian_form not in con.HESSIAN_FORMS:
+        raise ValueError(f"hessian_form must be one of {con.HESSIAN_FORMS}, got {hessian_form!r}")
     root, name, base = _parse(source)
     if root.tag != "mujoco":
         raise MJCFError(f"{name}: root element must be <mujoco>, got <{root.tag}>")
@@ -2094,4 +2099,6 @@ def load_mjcf(
         raise
     except ValueError as error:  # float()/int() of a malformed number, e.g. pos="0,0,1"
         raise loader.error(loader.current, f"invalid attribute value: {error}") from None
-    return dataclasses.replace(sys_, max_contacts=max_contacts, newton_steps=newton_steps)
+    return dataclasses.replace(
+        sys_, max_contacts=max_contacts, newton_steps=newton_steps, hessian_form=hessian_form
+    )

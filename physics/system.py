@@ -327,6 +327,9 @@ class System:
     # Newton steps of the constraint solve per substep (fixed: worlds stay in lockstep). Set with
     # load_mjcf(..., newton_steps=N); see physics.contact.NEWTON_STEPS for how many are enough.
     newton_steps: int = _static(default=8)
+    # How each Newton step forms J^T D J (physics.constraints.HESSIAN_FORMS). Set with
+    # load_mjcf(..., hessian_form=F).
+    hessian_form: str = _static(default="broadcast")
 
     @property
     def nbody(self) -> int:

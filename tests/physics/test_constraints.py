@@ -9,7 +9,7 @@ import pytest
 from physics import collision as col
 from physics import constraints as con
 
-solve = jax.jit(con.solve, static_argnames="iterations")
+solve = jax.jit(con.solve, static_argnames=("iterations", "hessian_form"))
 
 
 def _np_impedance(pos, solimp):
@@ -213,9 +213,11 @@ SCENE = """
 """
 
 
-def test_solver_on_mujoco_rows_converges_in_fixed_iterations():
+@pytest.mark.parametrize("hessian_form", con.HESSIAN_FORMS)
+def test_solver_on_mujoco_rows_converges_in_fixed_iterations(hessian_form):
     """Given MuJoCo's own rows (free bodies, a box with 4 contacts, a chain at its limits),
-    the default fixed Newton count reproduces qfrc_constraint to float32 accuracy."""
+    the default fixed Newton count reproduces qfrc_constraint to float32 accuracy, with either
+    form of J^T D J."""
     m = mujoco.MjModel.from_xml_string(SCENE)
     d = mujoco.MjData(m)
     rng = np.random.default_rng(0)
@@ -234,12 +236,19 @@ def test_solver_on_mujoco_rows_converges_in_fixed_iterations():
                 for a in (M, d.qacc_smooth, d.efc_J.reshape(d.nefc, m.nv), d.efc_aref, d.efc_R)
             ),
             jnp.ones(d.nefc, bool),
+            hessian_form=hessian_form,
         )
         scale = np.abs(d.qfrc_constraint).max()
         assert d.nefc >= 12 and scale > 50
         np.testing.assert_allclose(res.qfrc_constraint, d.qfrc_constraint, atol=2e-5 * scale)
         checked += 1
     assert checked == 4
+
+
+def test_an_unknown_hessian_form_is_refused():
+    _, d, (_, J, aref, R, mask, _), M = _sliding()
+    with pytest.raises(ValueError, match="hessian_form must be one of"):
+        con.solve(jnp.asarray(M), jnp.asarray(d.qacc_smooth), J, aref, R, mask, hessian_form="x")
 
 
 def test_invweight0_matches_mujoco():

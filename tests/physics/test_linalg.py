@@ -3,11 +3,13 @@
 import dataclasses
 
 import jax
+import jax.extend as jex
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import physics
+from physics import constraints as con
 from physics import linalg
 from tests.physics.gym_assets import gym_asset
 
@@ -76,6 +78,38 @@ def test_the_cpu_takes_the_written_out_primal_solve_only_over_large_batches():
     a, b = _spd(rng, 1, 14)[0], rng.normal(size=(2, 300, 14)).astype(np.float32)
     x = jax.vmap(jax.vmap(linalg.cho_solve_primal, (None, 0)), (None, 0))(a, b)
     np.testing.assert_allclose(x, np.linalg.solve(a, b[..., None])[..., 0], rtol=2e-3, atol=1e-4)
+
+
+def _count(jaxpr: jex.core.Jaxpr, primitive: str) -> int:
+    """Equations of `primitive` in `jaxpr` and the jaxprs nested in its equations."""
+    n = sum(eqn.primitive.name == primitive for eqn in jaxpr.eqns)
+    return n + sum(_count(sub, primitive) for sub in jex.core.subjaxprs(jaxpr))
+
+
+def test_ant_steps_alike_with_either_hessian_form():
+    """load_mjcf(hessian_form=...) reaches the constraint solver: Ant falling onto its feet
+    (contacts and joint limits active) steps to the same states with either form of J^T D J;
+    an unknown form is refused at load time."""
+    states, dots = {}, {}
+    for form in con.HESSIAN_FORMS:
+        sys_ = physics.load_mjcf(
+            gym_asset("ant"), max_contacts=8, newton_steps=4, hessian_form=form
+        )
+        q = sys_.qpos0 + 0.1 * jax.random.normal(jax.random.PRNGKey(1), (4, sys_.nq))
+        state = jax.vmap(lambda q, s=sys_: physics.init(s, q=q))(q)
+        step = jax.vmap(lambda s, s_=sys_: physics.step(s_, s, jnp.zeros(s_.nu), 5))
+        dots[form] = _count(jax.make_jaxpr(step)(state).jaxpr, "dot_general")
+        step = jax.jit(step)
+        for _ in range(12):
+            state = step(state)
+        states[form] = state
+    assert dots["matmul"] > dots["broadcast"], dots  # the form reached the solver
+    a, b = (states[form] for form in con.HESSIAN_FORMS)
+    assert np.abs(a.cfrc_ext).sum(axis=(1, 2)).min() > 0, "the worlds compared are not in contact"
+    np.testing.assert_allclose(a.q, b.q, atol=1e-5)
+    np.testing.assert_allclose(a.qd, b.qd, atol=1e-4)
+    with pytest.raises(ValueError, match="hessian_form must be one of"):
+        physics.load_mjcf(gym_asset("ant"), hessian_form="dense")
 
 
 def test_ant_steps_alike_over_few_and_many_worlds():
