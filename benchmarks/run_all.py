@@ -20,9 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from common import RESULTS_DIR, STATUS_FILE, write_summary
+from common import BENCH_DIR, RESULTS_DIR, STATUS_FILE, write_summary
 
-BENCH_DIR = Path(__file__).resolve().parent
 # peers.py is not a benchmark of its own: physics.py and ant_training.py run it in the peers venv.
 SKIP = {"common.py", "run_all.py", "peers.py"}
 
@@ -66,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
             f"=== {script.stem}: {'ok' if code == 0 else f'exit {code}'} in {seconds:.0f} s",
             flush=True,
         )
-    status = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
-    (RESULTS_DIR / STATUS_FILE).write_text(json.dumps({**status, "outcomes": outcomes}) + "\n")
+    if not args.quick:  # a smoke run does not replace the last full run's status table
+        date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        status = {"date": date, "outcomes": outcomes}
+        (RESULTS_DIR / STATUS_FILE).write_text(json.dumps(status) + "\n")
     summary = write_summary(RESULTS_DIR, args.quick)
     print(f"wrote {summary}")
     return 0 if all(code == 0 for _, code, _ in outcomes) else 1

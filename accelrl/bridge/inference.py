@@ -135,6 +135,7 @@ class Inference:
         self.buckets = buckets(max_batch)
         self._layout: tuple[list[_Leaf], Any] | None = None
         self._input_names: tuple[str, ...] = ()  # the inputs' keys, fixed by the first call
+        self._input_keys: frozenset[str] = frozenset()  # the same, for the per-call check
         self._params_treedef: Any = None
         self._flat_params: tuple[Any, tuple] = (None, ())  # (params, their leaves)
 
@@ -157,7 +158,8 @@ class Inference:
         if self._layout is None:
             self._layout = self._result_layout(params, slots, inputs)
             self._input_names = tuple(inputs)
-        if inputs.keys() != set(self._input_names):
+            self._input_keys = frozenset(inputs)
+        if inputs.keys() != self._input_keys:
             raise ValueError(f"inputs {sorted(inputs)}, expected {sorted(self._input_names)}")
         self.carries, self.key, packed = self._infer(
             self._param_leaves(params),
