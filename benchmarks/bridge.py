@@ -35,6 +35,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -217,8 +218,8 @@ class BridgeUnderTest:
         from configs import load_preset
 
         config = apply_overrides(load_preset(preset), overrides)
-        run_dir = Path("/tmp") / f"accelrl-bench-bridge-{os.getpid()}"
-        self.server = BridgeServer(config, run_dir, progress=Progress(interval=1e9), learn=False)
+        self._run_dir = tempfile.TemporaryDirectory(prefix="accelrl-bench-bridge-")
+        self.server = BridgeServer(config, Path(self._run_dir.name), progress=Progress(interval=1e9), learn=False)
         self.config = config
         ready = threading.Event()
         self._thread = threading.Thread(
@@ -278,6 +279,7 @@ class BridgeUnderTest:
     def close(self) -> None:
         self.server.done.set()
         self._thread.join(30)
+        self._run_dir.cleanup()
 
 
 def child_args(role: str, env_id: str, num_envs: int, seconds: float, **extra: object) -> list:
