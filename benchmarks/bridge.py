@@ -219,7 +219,9 @@ class BridgeUnderTest:
 
         config = apply_overrides(load_preset(preset), overrides)
         self._run_dir = tempfile.TemporaryDirectory(prefix="accelrl-bench-bridge-")
-        self.server = BridgeServer(config, Path(self._run_dir.name), progress=Progress(interval=1e9), learn=False)
+        self.server = BridgeServer(
+            config, Path(self._run_dir.name), progress=Progress(interval=1e9), learn=False
+        )
         self.config = config
         ready = threading.Event()
         self._thread = threading.Thread(
