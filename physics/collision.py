@@ -474,11 +474,13 @@ def collide_sphere_box(
     return _stack(dist[None], pos[None], n[None])
 
 
-def _golden_min(f: Callable[[jax.Array], jax.Array], iters: int = _GOLDEN_ITERS) -> jax.Array:
+def _golden_min(
+    f: Callable[[jax.Array], jax.Array], dtype: jnp.dtype, iters: int = _GOLDEN_ITERS
+) -> jax.Array:
     """argmin over t in [0, 1] of a convex scalar function, by fixed golden-section steps (one
     evaluation each: the inner point kept from the step before)."""
     g = 0.6180339887498949
-    x1, x2 = jnp.float32(1.0 - g), jnp.float32(g)
+    lo, hi, x1, x2 = (jnp.asarray(x, dtype) for x in (0.0, 1.0, 1.0 - g, g))
 
     def body(_: int, carry: tuple) -> tuple:
         lo, hi, x1, x2, f1, f2 = carry
@@ -495,7 +497,7 @@ def _golden_min(f: Callable[[jax.Array], jax.Array], iters: int = _GOLDEN_ITERS)
             jnp.where(left, f1, f_new),
         )
 
-    carry = (jnp.float32(0.0), jnp.float32(1.0), x1, x2, f(x1), f(x2))
+    carry = (lo, hi, x1, x2, f(x1), f(x2))
     lo, hi = jax.lax.fori_loop(0, iters, body, carry)[:2]
     return jax.lax.stop_gradient(0.5 * (lo + hi))
 
@@ -518,7 +520,7 @@ def collide_capsule_box(
     a, b = _capsule_ends(pos1, mat1, size1)
     r = size1[0]
     la, ld = mat2.T @ (a - pos2), mat2.T @ (b - a)  # segment in box coordinates
-    t_star = _golden_min(lambda t: _box_sdf(la + t * ld, size2)[0])
+    t_star = _golden_min(lambda t: _box_sdf(la + t * ld, size2)[0], ld.dtype)
     dist0, pos0, n0 = _point_box(a + t_star * (b - a), r, pos2, mat2, size2)
 
     n_local = _box_sdf(la + t_star * ld, size2)[1]
@@ -636,7 +638,7 @@ def collide_capsule_cylinder(
     the cylinder SDF (convex along the segment, so golden-section search finds it)."""
     a, b = _capsule_ends(pos1, mat1, size1)
     la, ld = mat2.T @ (a - pos2), mat2.T @ (b - a)  # segment in cylinder coordinates
-    t_star = _golden_min(lambda t: _cylinder_sdf(la + t * ld, size2[0], size2[1]))
+    t_star = _golden_min(lambda t: _cylinder_sdf(la + t * ld, size2[0], size2[1]), ld.dtype)
     dist, pos, n = _sphere_cylinder(a + t_star * (b - a), size1[0], pos2, mat2, size2)
     return _stack(dist[None], pos[None], n[None])
 

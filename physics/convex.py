@@ -96,7 +96,7 @@ def _search(f: Callable[[jax.Array], jax.Array]) -> jax.Array:
     step = np.pi / _GRID
     grid = jnp.arange(_GRID) * step
     lo = grid[jnp.argmin(jax.vmap(f)(grid))] - step
-    return lo + 2 * step * _golden_min(lambda s: f(lo + 2 * step * s), _GOLDEN_ITERS)
+    return lo + 2 * step * _golden_min(lambda s: f(lo + 2 * step * s), lo.dtype, _GOLDEN_ITERS)
 
 
 def _tangent(mat: jax.Array, theta: jax.Array) -> jax.Array:

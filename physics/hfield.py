@@ -253,7 +253,7 @@ def collide_hfield(
     kr, kc = win
     sx, sy, _, base = size
     dx, dy = 2 * sx / (ncol - 1), 2 * sy / (nrow - 1)
-    margin = jnp.asarray(margin, jnp.float32)
+    margin = jnp.asarray(margin, pos1.dtype)
     pos, mat = mat1.T @ (pos2 - pos1), mat1.T @ mat2  # the geom in the height field's frame
     low, high = _extent(type2, pos, mat, size2, hull2)
     # MuJoCo's sub-grid: columns cmin..cmax and rows rmin..rmax of grid points around the box

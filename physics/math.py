@@ -17,6 +17,12 @@ import numpy as np
 F = TypeVar("F", bound=Callable)
 
 
+def float_dtype() -> np.dtype:
+    """The float type the physics computes in: float64 where ``jax_enable_x64`` is on (as MJX
+    and Brax do), float32 otherwise. Read when a System is built; its arrays carry it after."""
+    return np.dtype(jax.dtypes.canonicalize_dtype(np.float64))
+
+
 def full_precision(fn: F) -> F:
     """Traces ``fn`` with float32 matrix products. On GPUs JAX's default precision lets XLA
     use TF32 (a 10-bit mantissa), which is fine for networks but breaks dynamics that must
@@ -38,13 +44,22 @@ def jit_when_eager(fn: F, **jit_kwargs) -> F:  # noqa: ANN003
     its own; inside the caller's jit, vmap or grad, ``fn`` traces inline as it would anyway
     (and its derivatives keep :func:`full_precision`: a nested jit's derivative would be
     traced outside it).
+
+    An eager call copies numpy arguments first: on the CPU a jitted call can share a numpy
+    array's memory (jax-ml/jax#37830) and read it when the computation runs, after the call
+    has returned. A caller that reuses the array then changes the result, as ``mj_step`` did
+    to a State built from MuJoCo's ``d.qpos`` under ``jax_enable_x64`` (dtypes alike).
     """
     jitted = jax.jit(fn, **jit_kwargs)
 
     @functools.wraps(fn)
     def call(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((args, kwargs)))
-        return (fn if traced else jitted)(*args, **kwargs)
+        leaves, tree = jax.tree.flatten((args, kwargs))
+        if any(isinstance(x, jax.core.Tracer) for x in leaves):
+            return fn(*args, **kwargs)
+        owned = [np.array(x) if isinstance(x, np.ndarray) else x for x in leaves]
+        args, kwargs = jax.tree.unflatten(tree, owned)
+        return jitted(*args, **kwargs)
 
     return call  # type: ignore[return-value]
 

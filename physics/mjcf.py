@@ -39,6 +39,7 @@ import numpy as np
 from physics import constraints as con
 from physics import contact, dynamics, equality, hfield, kinematics, mesh, tendon
 from physics import system as S
+from physics.math import float_dtype
 from physics.system import INTEGRATORS
 
 _MINVAL = 1e-15
@@ -1707,10 +1708,9 @@ class _Loader:
             solimp_friction += [j["solimp_friction"]] * nv
 
         # cast in numpy and device_put: jnp.asarray compiles a small program per shape
+        real = float_dtype()
         f32 = lambda x, shape=None: jax.device_put(  # noqa: E731
-            (np.asarray(x, np.float64).reshape(shape) if shape else np.asarray(x)).astype(
-                np.float32
-            )
+            (np.asarray(x, np.float64).reshape(shape) if shape else np.asarray(x)).astype(real)
         )
         nj, ng, nu = len(self.joints), len(self.geoms), len(self.actuators)
         jf = lambda k, shape: f32([j[k] for j in self.joints], (nj, *shape))  # noqa: E731
@@ -1789,11 +1789,11 @@ class _Loader:
             eq_data=ef("data", (11,)),
             eq_solref=ef("solref", (2,)),
             eq_solimp=ef("solimp", (5,)),
-            eq_ref=jnp.zeros((neq, 2), jnp.float32),
-            body_invweight0=jnp.zeros((topo.nbody, 2), jnp.float32),
-            dof_invweight0=jnp.zeros(topo.nv, jnp.float32),
-            eq_invweight0=jnp.zeros((neq, 2), jnp.float32),
-            tendon_invweight0=jnp.zeros(ntc, jnp.float32),
+            eq_ref=jnp.zeros((neq, 2), real),
+            body_invweight0=jnp.zeros((topo.nbody, 2), real),
+            dof_invweight0=jnp.zeros(topo.nv, real),
+            eq_invweight0=jnp.zeros((neq, 2), real),
+            tendon_invweight0=jnp.zeros(ntc, real),
             topology=topo,
             jnt_limited=tuple(j["limited"] for j in self.joints),
             gravcomp_bodies=tuple(i for i, b in enumerate(self.bodies) if b["gravcomp"] != 0),
@@ -1892,7 +1892,7 @@ class _Loader:
             inertia = 1 / max(_MINVAL, float(j @ np.linalg.solve(mass, j)))
             kp = float(sys.actuator_gain[i, 0])
             bias[i, 2] = -self.actuators[i]["dampratio"] * 2 * math.sqrt(kp * inertia)
-        return dataclasses.replace(sys, actuator_bias=jnp.asarray(bias, jnp.float32))
+        return dataclasses.replace(sys, actuator_bias=jnp.asarray(bias, float_dtype()))
 
     def with_spring_dampers(self, sys: S.System) -> S.System:
         """MuJoCo's springdamper="timeconst dampratio": the stiffness and damping that give a
@@ -1945,7 +1945,7 @@ class _Loader:
                 )
         fields = [self.hfields[n] for n in names]
         shape = tuple(max((f[0].shape[k] for f in fields), default=2) for k in (0, 1))
-        data = np.zeros((len(fields), *shape), np.float32)
+        data = np.zeros((len(fields), *shape), float_dtype())
         for k, (heights, _) in enumerate(fields):
             data[k, : heights.shape[0], : heights.shape[1]] = heights
         radius = [
@@ -1989,7 +1989,7 @@ class _Loader:
             sys,
             mesh_hull=mesh.Hull(
                 *(
-                    jnp.asarray(x, jnp.float32 if x.dtype == np.float64 else jnp.int32)
+                    jnp.asarray(x, float_dtype() if x.dtype == np.float64 else jnp.int32)
                     for x in tables
                 )
             ),
@@ -2082,6 +2082,9 @@ def load_mjcf(
     for soft contacts (see ``physics.contact.NEWTON_STEPS``: the gymnasium models need 4).
     ``hessian_form``: how the constraint solver forms J^T D J, one of
     ``physics.constraints.HESSIAN_FORMS`` (the same results; a speed choice per device).
+
+    The System's arrays are float32, or float64 where ``jax_enable_x64`` is on when it is built
+    (as MJX and Brax do); its States and steps keep that type.
     """
     if max_contacts is not None and (isinstance(max_contacts, bool) or max_contacts < 1):
         raise ValueError(f"max_contacts must be a positive int or None, got {max_contacts!r}")

@@ -261,7 +261,7 @@ def collide_capsule_mesh(
     a, b = _capsule_ends(pos1, mat1, size1)
     r = size1[0]
     la, lb = mat2.T @ (a - pos2), mat2.T @ (b - pos2)  # the segment in the hull's frame
-    t = _golden_min(lambda t: _hull_sdf(la + t * (lb - la), hull)[0])
+    t = _golden_min(lambda t: _hull_sdf(la + t * (lb - la), hull)[0], la.dtype)
     sdf, out = _hull_sdf(la + t * (lb - la), hull)
     n = -(mat2 @ out)  # capsule -> mesh
     f2 = _feature(Polytope.of(pos2, mat2, hull), -n)

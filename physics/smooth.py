@@ -112,7 +112,7 @@ def support(shape: Shape, n: jax.Array) -> jax.Array:
     if shape.kind == _POLYTOPE:
         return shape.verts[jnp.argmax(shape.verts @ n)]
     if shape.kind in (GEOM_SPHERE, GEOM_ELLIPSOID):  # smooth: their smoothing is exact
-        return _smoothed(shape, n, jnp.float32(1.0))[1]
+        return _smoothed(shape, n, jnp.ones((), n.dtype))[1]
     mat, size = shape.mat, shape.size
     m = mat.T @ n  # the direction in the geom's frame
     end = jnp.where(m[2] >= 0, 1.0, -1.0) * size[1] * mat[:, 2]

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import physics
 from tests.physics.gym_assets import gym_asset
@@ -48,3 +49,26 @@ def test_eager_calls_are_one_program_each_and_match_the_jitted_step():
     inline = jax.jit(lambda s: physics.step(sys, s, ctrl, n_substeps=3))(state)
     np.testing.assert_allclose(eager.q, inline.q, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(eager.qd, inline.qd, rtol=1e-5, atol=1e-5)
+
+
+def test_eager_calls_keep_no_link_to_the_callers_numpy_arrays():
+    # XLA:CPU may read a numpy argument in place when the computation runs, after the call
+    # returned: a State from MuJoCo's d.qpos (float64, so under x64 passed as it is) took the
+    # positions of the mj_step that followed in a few calls in a hundred. A computation queued
+    # first makes init's run late every time.
+    mujoco = pytest.importorskip("mujoco")
+    path = gym_asset("hopper")
+    m = mujoco.MjModel.from_xml_path(path)
+    busy = jax.jit(lambda x: jnp.linalg.matrix_power(x, 8))
+    with jax.enable_x64(True):
+        sys, big = physics.load_mjcf(path), jnp.eye(1500) * 0.5
+        jax.block_until_ready(busy(big))
+        for i in range(3):
+            d = mujoco.MjData(m)
+            d.qpos[:], d.qvel[:] = 0.01 * i, 0.2
+            expected = jax.block_until_ready(physics.init(sys, d.qpos.copy(), d.qvel.copy()))
+            busy(big)  # not waited for: init's computation queues behind it
+            state = physics.init(sys, d.qpos, d.qvel)
+            mujoco.mj_step(m, d, nstep=5)
+            np.testing.assert_array_equal(state.q, expected.q)
+            np.testing.assert_array_equal(state.qd, expected.qd)

@@ -1,0 +1,76 @@
+"""Under ``jax_enable_x64`` the physics computes in float64, as MJX and Brax do: a System built
+then holds float64 arrays, and its steps follow MuJoCo's (a float64 engine) to rounding,
+contacts included. Without x64 the same model is float32."""
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import pytest
+
+import physics
+from tests.physics.gym_assets import gym_asset
+
+_step = jax.jit(physics.step)
+
+
+def _float_dtypes(tree: object) -> set:
+    return {x.dtype for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.floating)}
+
+
+@pytest.mark.parametrize("name", ["ant", "half_cheetah", "walker2d_v5", "humanoid"])
+def test_float64_steps_follow_mujoco_to_rounding(name):
+    m = mujoco.MjModel.from_xml_path(gym_asset(name))
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(0)
+    q, qd = m.qpos0 + 0.02 * rng.normal(size=m.nq), 0.1 * rng.normal(size=m.nv)
+    d.qpos[:], d.qvel[:] = q, qd
+    with jax.enable_x64(True):
+        sys = physics.load_mjcf(gym_asset(name))
+        state = physics.init(sys, q, qd)
+        contacts = 0
+        for _ in range(100):
+            d.ctrl[:] = rng.uniform(*m.actuator_ctrlrange.T)
+            state = _step(sys, state, d.ctrl.copy())
+            mujoco.mj_step(m, d)
+            contacts += d.ncon
+    assert contacts > 0, "the trajectory should touch the floor"
+    assert _float_dtypes(sys) == _float_dtypes(state) == {jnp.dtype(jnp.float64)}
+    # float32 stays within ~5e-4 (q) and ~2e-2 (qd): test_contacts_vs_mujoco.py; float64 is
+    # within 1e-7 and 1e-6 on humanoid, 1e-10 on the others
+    np.testing.assert_allclose(np.asarray(state.q), d.qpos, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(state.qd), d.qvel, rtol=0, atol=1e-5)
+
+
+def test_without_x64_a_system_is_float32():
+    sys = physics.load_mjcf(gym_asset("hopper"))
+    assert _float_dtypes(sys) == _float_dtypes(physics.init(sys)) == {jnp.dtype(jnp.float32)}
+
+
+_SHAPES = """<mujoco><worldbody><geom type="plane" size="5 5 .1"/>
+  <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.3 0.3 0.1"/></body>
+  <body pos="0.05 0 0.27" euler="0 90 20"><freejoint/><geom type="capsule" size="0.05 0.2"/></body>
+  <body pos="1 0 0.12" euler="30 0 0"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body>
+  <body pos="1 0.2 0.4" euler="0 20 0"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body>
+  <body pos="-1 0 0.16" euler="30 20 0"><freejoint/><geom type="ellipsoid" size="0.1 0.07 0.15"/>
+  </body>
+</worldbody></mujoco>"""
+
+
+def test_float64_collisions_of_each_primitive_pair_track_mujoco():
+    # capsule-box and cylinder pairs search by fixed golden-section steps: the loops keep the
+    # System's float type
+    m = mujoco.MjModel.from_xml_string(_SHAPES)
+    d = mujoco.MjData(m)
+    with jax.enable_x64(True):
+        sys = physics.load_mjcf(_SHAPES)
+        state = physics.init(sys)
+        pairs = set()
+        for _ in range(100):
+            state = _step(sys, state, jnp.zeros(0))
+            mujoco.mj_step(m, d)
+            pairs |= {tuple(sorted((c.geom1, c.geom2))) for c in d.contact}
+    assert {(1, 2), (0, 3), (3, 4), (0, 5)} <= pairs, pairs
+    assert _float_dtypes(state) == {jnp.dtype(jnp.float64)}
+    np.testing.assert_allclose(np.asarray(state.q), d.qpos, rtol=0, atol=5e-4)
+    np.testing.assert_allclose(np.asarray(state.qd), d.qvel, rtol=0, atol=1e-2)
