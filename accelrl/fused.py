@@ -292,8 +292,8 @@ class FusedTrainer:
             episode_return_sum=totals.episode_return_sum
             + jnp.sum(jnp.where(done, transitions.episode_return, 0.0)),
             episode_length_sum=totals.episode_length_sum
-            + jnp.sum(jnp.where(done, transitions.episode_length, 0)),
-            episodes=totals.episodes + jnp.sum(done),
+            + jnp.sum(jnp.where(done, transitions.episode_length, 0), dtype=jnp.int32),
+            episodes=totals.episodes + jnp.sum(done, dtype=jnp.int32),
             first_nonfinite_iteration=jnp.where(
                 (first_bad < 0) & ~update.finite, state.iteration, first_bad
             ),

@@ -101,7 +101,9 @@ class ActorCritic(nn.Module):
         if self.discrete:
             dist_params = policy
         else:
-            log_scale = self.param("log_scale", nn.initializers.zeros, (self.action_dim,))
+            log_scale = self.param(
+                "log_scale", nn.initializers.zeros, (self.action_dim,), jnp.float32
+            )
             dist_params = (policy, jnp.broadcast_to(log_scale, policy.shape))
         value = _dense(1, 1.0, name="value_head")(critic_x)[:, 0]
         return carry, (dist_params, value)

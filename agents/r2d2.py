@@ -71,7 +71,7 @@ class R2D2Network(nn.Module):
         carry = jax.tree.map(lambda c: jnp.where(is_first[:, None], jnp.zeros_like(c), c), carry)
         if self.recurrent:
             keep = jnp.logical_not(is_first).astype(jnp.float32)[:, None]
-            one_hot = jax.nn.one_hot(prev_action, self.num_actions) * keep
+            one_hot = jax.nn.one_hot(prev_action, self.num_actions, dtype=jnp.float32) * keep
             reward = prev_reward.astype(jnp.float32)[:, None] * keep
             x = jnp.concatenate([x, one_hot, reward], axis=-1)
             carry, x = nn.OptimizedLSTMCell(self.lstm_size, name="lstm")(carry, x)
@@ -251,7 +251,8 @@ def td_errors(
     done = jnp.logical_or(terminated, truncated)
     reward = reward + jnp.where(truncated, config.discount * bootstrap, 0.0)
     discount = jnp.where(done, 0.0, config.discount).astype(jnp.float32)
-    return rlax.transformed_n_step_q_learning(
+    # rlax pads with default-typed zeros: float64 under jax_enable_x64, and the loss with it
+    td = rlax.transformed_n_step_q_learning(
         q,
         action.astype(jnp.int32),
         next_q_target,
@@ -262,6 +263,7 @@ def td_errors(
         stop_target_gradients=True,
         tx_pair=tx,
     )
+    return td.astype(q.dtype)
 
 
 def r2d2_loss(

@@ -33,7 +33,7 @@ class MemoryCue(Environment[MemoryCueState]):
         self.num_cues = num_cues
 
     def _observation(self, t: jax.Array, cue: jax.Array) -> jax.Array:
-        cue_part = jax.nn.one_hot(cue, self.num_cues) * (t == 0)
+        cue_part = jax.nn.one_hot(cue, self.num_cues, dtype=jnp.float32) * (t == 0)
         query = (t == self.length - 1).astype(jnp.float32)[None]
         return jnp.concatenate([cue_part, query]).astype(jnp.float32)
 
