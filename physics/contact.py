@@ -383,7 +383,7 @@ def invweights(sys: System) -> tuple[jax.Array, ...]:
             adr += size
     eq = equality.invweight0(sys, kin0, body, dof, minv)
     ten = tendon.invweight0(sys, kin0, sys.constrained_tendons, minv)
-    return tuple(jnp.asarray(x, math.float_dtype()) for x in (body, dof, eq, ten))
+    return tuple(jnp.asarray(x, sys.body_mass.dtype) for x in (body, dof, eq, ten))
 
 
 # --------------------------------------------------------------------------- per step

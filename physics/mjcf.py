@@ -1709,33 +1709,33 @@ class _Loader:
 
         # cast in numpy and device_put: jnp.asarray compiles a small program per shape
         real = float_dtype()
-        f32 = lambda x, shape=None: jax.device_put(  # noqa: E731
+        floats = lambda x, shape=None: jax.device_put(  # noqa: E731
             (np.asarray(x, np.float64).reshape(shape) if shape else np.asarray(x)).astype(real)
         )
         nj, ng, nu = len(self.joints), len(self.geoms), len(self.actuators)
-        jf = lambda k, shape: f32([j[k] for j in self.joints], (nj, *shape))  # noqa: E731
-        gf = lambda k, shape: f32([g[k] for g in self.geoms], (ng, *shape))  # noqa: E731
-        af = lambda k, shape: f32([u[k] for u in self.actuators], (nu, *shape))  # noqa: E731
+        jf = lambda k, shape: floats([j[k] for j in self.joints], (nj, *shape))  # noqa: E731
+        gf = lambda k, shape: floats([g[k] for g in self.geoms], (ng, *shape))  # noqa: E731
+        af = lambda k, shape: floats([u[k] for u in self.actuators], (nu, *shape))  # noqa: E731
         nt, tendons = len(self.spring_tendons), self.spring_tendons
-        tf = lambda k, shape: f32([t[k] for t in tendons], (nt, *shape))  # noqa: E731
+        tf = lambda k, shape: floats([t[k] for t in tendons], (nt, *shape))  # noqa: E731
         ntc, ctens = len(self.constrained_tendons), self.constrained_tendons
-        cf = lambda k, shape: f32([t[k] for t in ctens], (ntc, *shape))  # noqa: E731
+        cf = lambda k, shape: floats([t[k] for t in ctens], (ntc, *shape))  # noqa: E731
         neq, eqs = len(self.equalities), self.equalities
-        ef = lambda k, shape: f32([e[k] for e in eqs], (neq, *shape))  # noqa: E731
+        ef = lambda k, shape: floats([e[k] for e in eqs], (neq, *shape))  # noqa: E731
         pairs = self.supported_pairs()
         sys_ = S.System(
-            timestep=f32(self.timestep),
-            gravity=f32(np.zeros(3) if "gravity" in self.disabled else self.gravity),
-            density=f32(self.density),
-            viscosity=f32(self.viscosity),
-            wind=f32(self.wind),
-            body_pos=f32([b["pos"] for b in self.bodies]),
-            body_quat=f32([b["quat"] for b in self.bodies]),
-            body_mass=f32(mass),
-            body_ipos=f32(ipos),
-            body_inertia=f32(inertia),
-            body_iframe=f32(iframe),
-            body_gravcomp=f32([b["gravcomp"] for b in self.bodies]),
+            timestep=floats(self.timestep),
+            gravity=floats(np.zeros(3) if "gravity" in self.disabled else self.gravity),
+            density=floats(self.density),
+            viscosity=floats(self.viscosity),
+            wind=floats(self.wind),
+            body_pos=floats([b["pos"] for b in self.bodies]),
+            body_quat=floats([b["quat"] for b in self.bodies]),
+            body_mass=floats(mass),
+            body_ipos=floats(ipos),
+            body_inertia=floats(inertia),
+            body_iframe=floats(iframe),
+            body_gravcomp=floats([b["gravcomp"] for b in self.bodies]),
             jnt_actfrcrange=jf("actuatorfrcrange", (2,)),
             jnt_pos=jf("pos", (3,)),
             jnt_axis=jf("axis", (3,)),
@@ -1744,13 +1744,13 @@ class _Loader:
             jnt_solref=jf("solref", (2,)),
             jnt_solimp=jf("solimp", (5,)),
             jnt_stiffness=jf("stiffness", ()),
-            dof_armature=f32(armature, (len(armature),)),
-            dof_damping=f32(damping, (len(damping),)),
-            dof_frictionloss=f32(frictionloss, (len(frictionloss),)),
-            dof_solref=f32(solref_friction, (len(solref_friction), 2)),
-            dof_solimp=f32(solimp_friction, (len(solimp_friction), 5)),
-            qpos0=f32(qpos0, (len(qpos0),)),
-            qpos_spring=f32(qpos_spring, (len(qpos_spring),)),
+            dof_armature=floats(armature, (len(armature),)),
+            dof_damping=floats(damping, (len(damping),)),
+            dof_frictionloss=floats(frictionloss, (len(frictionloss),)),
+            dof_solref=floats(solref_friction, (len(solref_friction), 2)),
+            dof_solimp=floats(solimp_friction, (len(solimp_friction), 5)),
+            qpos0=floats(qpos0, (len(qpos0),)),
+            qpos_spring=floats(qpos_spring, (len(qpos_spring),)),
             geom_size=gf("size", (3,)),
             geom_pos=gf("pos", (3,)),
             geom_quat=gf("quat", (4,)),
@@ -1761,17 +1761,17 @@ class _Loader:
             geom_solmix=gf("solmix", ()),
             mesh_hull=mesh.hull_tables([]),
             **self.terrain(topo),
-            pair_friction=f32([p["friction"] for p in pairs], (len(pairs), 5)),
-            pair_solref=f32([p["solref"] for p in pairs], (len(pairs), 2)),
-            pair_solreffriction=f32([p["solreffriction"] for p in pairs], (len(pairs), 2)),
-            pair_solimp=f32([p["solimp"] for p in pairs], (len(pairs), 5)),
-            pair_margin=f32([p["margin"] for p in pairs], (len(pairs),)),
+            pair_friction=floats([p["friction"] for p in pairs], (len(pairs), 5)),
+            pair_solref=floats([p["solref"] for p in pairs], (len(pairs), 2)),
+            pair_solreffriction=floats([p["solreffriction"] for p in pairs], (len(pairs), 2)),
+            pair_solimp=floats([p["solimp"] for p in pairs], (len(pairs), 5)),
+            pair_margin=floats([p["margin"] for p in pairs], (len(pairs),)),
             pair_condim=tuple(p["condim"] for p in pairs),
-            site_pos=f32([x["pos"] for x in self.sites], (len(self.sites), 3)),
-            site_quat=f32([x["quat"] for x in self.sites], (len(self.sites), 4)),
+            site_pos=floats([x["pos"] for x in self.sites], (len(self.sites), 3)),
+            site_quat=floats([x["quat"] for x in self.sites], (len(self.sites), 4)),
             tendon_stiffness=tf("stiffness", ()),
             tendon_damping=tf("damping", ()),
-            tendon_lengthspring=f32([t["lengthspring"] or [0.0, 0.0] for t in tendons], (nt, 2)),
+            tendon_lengthspring=floats([t["lengthspring"] or [0.0, 0.0] for t in tendons], (nt, 2)),
             actuator_gear=af("gear", ()),
             actuator_gain=af("gain", (3,)),
             actuator_bias=af("bias", (3,)),
@@ -1856,8 +1856,8 @@ class _Loader:
         given = tuple(e["given"] for e in eqs)
         sys_ = dataclasses.replace(
             sys_,
-            eq_data=f32(equality.compiled_data(sys_, given)),
-            eq_ref=f32(equality.reference_values(sys_)),
+            eq_data=floats(equality.compiled_data(sys_, given)),
+            eq_ref=floats(equality.reference_values(sys_)),
         )
         body_iw, dof_iw, eq_iw, ten_iw = contact.invweights(sys_)
         return self.with_damping_ratios(

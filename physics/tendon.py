@@ -31,8 +31,8 @@ def transmission(
     """Constant maps of linear joint transmissions (actuators, fixed tendons): each row's
     length from q [n, nq] and its moment arms over the dofs [n, nv], from (joint, coef) pairs."""
     topo = sys.topology
-    to_q = np.zeros((len(pairs), topo.nq), math.float_dtype())
-    moment = np.zeros((len(pairs), topo.nv), math.float_dtype())
+    to_q = np.zeros((len(pairs), topo.nq), sys.body_mass.dtype)
+    moment = np.zeros((len(pairs), topo.nv), sys.body_mass.dtype)
     for row, joints in enumerate(pairs):
         for joint, coef in joints:
             to_q[row, topo.jnt_qposadr[joint]] += coef
