@@ -60,3 +60,18 @@ def _bounded_compiled_programs() -> Iterator[None]:
         if sum(1 for _ in maps) > _BUDGET:
             jax.clear_caches()
             gc.collect()
+
+
+@pytest.fixture
+def x64() -> Iterator[None]:
+    """jax_enable_x64 for the test, process-wide (a training run compiles in a second thread,
+    which the thread-local ``jax.enable_x64`` context would not reach). Afterwards JAX's caches
+    are dropped: JAX 0.10.2 otherwise reuses a program traced under x64 for the same function
+    traced without it, and a numpy float64 constant then fails to lower ("operand type
+    mismatch", tensor<3xf32> against tensor<3xf64>) in whatever test the worker runs next."""
+    jax.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", False)
+        jax.clear_caches()

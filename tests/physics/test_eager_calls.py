@@ -51,7 +51,7 @@ def test_eager_calls_are_one_program_each_and_match_the_jitted_step():
     np.testing.assert_allclose(eager.qd, inline.qd, rtol=1e-5, atol=1e-5)
 
 
-def test_eager_calls_keep_no_link_to_the_callers_numpy_arrays():
+def test_eager_calls_keep_no_link_to_the_callers_numpy_arrays(x64):
     # XLA:CPU may read a numpy argument in place when the computation runs, after the call
     # returned: a State from MuJoCo's d.qpos (float64, so under x64 passed as it is) took the
     # positions of the mj_step that followed in a few calls in a hundred. A computation queued
@@ -60,15 +60,14 @@ def test_eager_calls_keep_no_link_to_the_callers_numpy_arrays():
     path = gym_asset("hopper")
     m = mujoco.MjModel.from_xml_path(path)
     busy = jax.jit(lambda x: jnp.linalg.matrix_power(x, 8))
-    with jax.enable_x64(True):
-        sys, big = physics.load_mjcf(path), jnp.eye(1500) * 0.5
-        jax.block_until_ready(busy(big))
-        for i in range(3):
-            d = mujoco.MjData(m)
-            d.qpos[:], d.qvel[:] = 0.01 * i, 0.2
-            expected = jax.block_until_ready(physics.init(sys, d.qpos.copy(), d.qvel.copy()))
-            busy(big)  # not waited for: init's computation queues behind it
-            state = physics.init(sys, d.qpos, d.qvel)
-            mujoco.mj_step(m, d, nstep=5)
-            np.testing.assert_array_equal(state.q, expected.q)
-            np.testing.assert_array_equal(state.qd, expected.qd)
+    sys, big = physics.load_mjcf(path), jnp.eye(1500) * 0.5
+    jax.block_until_ready(busy(big))
+    for i in range(3):
+        d = mujoco.MjData(m)
+        d.qpos[:], d.qvel[:] = 0.01 * i, 0.2
+        expected = jax.block_until_ready(physics.init(sys, d.qpos.copy(), d.qvel.copy()))
+        busy(big)  # not waited for: init's computation queues behind it
+        state = physics.init(sys, d.qpos, d.qvel)
+        mujoco.mj_step(m, d, nstep=5)
+        np.testing.assert_array_equal(state.q, expected.q)
+        np.testing.assert_array_equal(state.qd, expected.qd)

@@ -11,12 +11,6 @@ import physics
 from physics import constraints as con
 
 
-@pytest.fixture
-def x64():
-    with jax.enable_x64(True):
-        yield
-
-
 def _cones(rng: np.random.Generator, n: int) -> tuple:
     """Random jar, D (MuJoCo's: D_t = D_n f^2 / mu^2) and cones (impratio 1 or 10), every zone
     represented."""

@@ -19,21 +19,20 @@ def _float_dtypes(tree: object) -> set:
 
 
 @pytest.mark.parametrize("name", ["ant", "half_cheetah", "walker2d_v5", "humanoid"])
-def test_float64_steps_follow_mujoco_to_rounding(name):
+def test_float64_steps_follow_mujoco_to_rounding(name, x64):
     m = mujoco.MjModel.from_xml_path(gym_asset(name))
     d = mujoco.MjData(m)
     rng = np.random.default_rng(0)
     q, qd = m.qpos0 + 0.02 * rng.normal(size=m.nq), 0.1 * rng.normal(size=m.nv)
     d.qpos[:], d.qvel[:] = q, qd
-    with jax.enable_x64(True):
-        sys = physics.load_mjcf(gym_asset(name))
-        state = physics.init(sys, q, qd)
-        contacts = 0
-        for _ in range(100):
-            d.ctrl[:] = rng.uniform(*m.actuator_ctrlrange.T)
-            state = _step(sys, state, d.ctrl.copy())
-            mujoco.mj_step(m, d)
-            contacts += d.ncon
+    sys = physics.load_mjcf(gym_asset(name))
+    state = physics.init(sys, q, qd)
+    contacts = 0
+    for _ in range(100):
+        d.ctrl[:] = rng.uniform(*m.actuator_ctrlrange.T)
+        state = _step(sys, state, d.ctrl.copy())
+        mujoco.mj_step(m, d)
+        contacts += d.ncon
     assert contacts > 0, "the trajectory should touch the floor"
     assert _float_dtypes(sys) == _float_dtypes(state) == {jnp.dtype(jnp.float64)}
     # float32 stays within ~5e-4 (q) and ~2e-2 (qd): test_contacts_vs_mujoco.py; float64 is
@@ -58,20 +57,20 @@ _SHAPES = """<mujoco><worldbody><geom type="plane" size="5 5 .1"/>
 </worldbody></mujoco>"""
 
 
-def test_float64_collisions_of_each_primitive_pair_track_mujoco():
+def test_float64_collisions_of_each_primitive_pair_track_mujoco(x64):
     # capsule-box and cylinder pairs search by fixed golden-section steps: the loops keep the
     # System's float type
     m = mujoco.MjModel.from_xml_string(_SHAPES)
     d = mujoco.MjData(m)
-    with jax.enable_x64(True):
-        sys = physics.load_mjcf(_SHAPES)
-        state = physics.init(sys)
-        pairs = set()
-        for _ in range(100):
-            state = _step(sys, state, jnp.zeros(0))
-            mujoco.mj_step(m, d)
-            pairs |= {tuple(sorted((c.geom1, c.geom2))) for c in d.contact}
+    sys = physics.load_mjcf(_SHAPES)
+    state = physics.init(sys)
+    pairs = set()
+    for _ in range(100):
+        state = _step(sys, state, jnp.zeros(0))
+        mujoco.mj_step(m, d)
+        pairs |= {tuple(sorted((c.geom1, c.geom2))) for c in d.contact}
     assert {(1, 2), (0, 3), (3, 4), (0, 5)} <= pairs, pairs
     assert _float_dtypes(state) == {jnp.dtype(jnp.float64)}
     np.testing.assert_allclose(np.asarray(state.q), d.qpos, rtol=0, atol=5e-4)
     np.testing.assert_allclose(np.asarray(state.qd), d.qvel, rtol=0, atol=1e-2)
+

@@ -28,15 +28,6 @@ RUNS = {
 }
 
 
-@pytest.fixture
-def x64():
-    """jax_enable_x64 for the whole process (train compiles in a second thread, which the
-    thread-local `jax.enable_x64` context would not reach)."""
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", False)
-
-
 @pytest.mark.parametrize("preset", list(RUNS))
 def test_training_under_x64_keeps_float32_learners(x64, tmp_path, preset):
     config = apply_overrides(load_preset(preset), RUNS[preset])
