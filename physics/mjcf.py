@@ -1041,8 +1041,9 @@ class _Loader:
 
     def hfield_asset(self, geom: ET.Element, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(heights [nrow, ncol] in the geom's frame, size [4]) of the height field ``name``,
-        compiled as MuJoCo does: elevations scaled to [0, 1] (their minimum to 0, maximum to
-        1), times size[2]; row 0 at -y (an image's or the ``elevation`` list's LAST row)."""
+        compiled as MuJoCo does: elevations scaled to [0, 1] in float32 (their minimum to 0,
+        maximum to 1), times size[2]; row 0 at -y (an image's or the ``elevation`` list's
+        LAST row)."""
         if name in self.hfields:
             return self.hfields[name]
         if name not in self.hfield_elems:
@@ -1080,9 +1081,11 @@ class _Loader:
             raise self.error(elem, f"hfield grid {data.shape} needs at least 2 rows and columns")
         if not np.all(np.isfinite(data)):
             raise self.error(elem, "hfield elevations must be finite")
+        # in float32, as MuJoCo keeps hfield data: float64 physics then meets MuJoCo's terrain
+        data = data.astype(np.float32)
         span = data.max() - data.min()
         data = (data - data.min()) / span if span > 0 else np.zeros_like(data)
-        self.hfields[name] = (data * size[2], size)
+        self.hfields[name] = (data.astype(np.float64) * size[2], size)
         return self.hfields[name]
 
     def mesh_asset(self, geom: ET.Element, name: str) -> mesh.Mesh:
