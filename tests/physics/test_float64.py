@@ -47,6 +47,20 @@ def test_without_x64_a_system_is_float32():
     assert _float_dtypes(sys) == _float_dtypes(state) == {jnp.dtype(jnp.float32)}
 
 
+def _unactuated_side_by_side(xml: str, steps: int) -> tuple:
+    """(our State, MuJoCo's MjData, the geom pairs of MuJoCo's contacts at each step) after
+    ``steps`` steps of the model without controls, from its rest pose."""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(xml)
+    state, contacts = physics.init(sys), []
+    for _ in range(steps):
+        state = _step(sys, state, jnp.zeros(0))
+        mujoco.mj_step(m, d)
+        contacts.append([tuple(sorted((c.geom1, c.geom2))) for c in d.contact])
+    return state, d, contacts
+
+
 _SHAPES = """<mujoco><worldbody><geom type="plane" size="5 5 .1"/>
   <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.3 0.3 0.1"/></body>
   <body pos="0.05 0 0.27" euler="0 90 20"><freejoint/><geom type="capsule" size="0.05 0.2"/></body>
@@ -60,15 +74,8 @@ _SHAPES = """<mujoco><worldbody><geom type="plane" size="5 5 .1"/>
 def test_float64_collisions_of_each_primitive_pair_track_mujoco(x64):
     # capsule-box and cylinder pairs search by fixed golden-section steps: the loops keep the
     # System's float type
-    m = mujoco.MjModel.from_xml_string(_SHAPES)
-    d = mujoco.MjData(m)
-    sys = physics.load_mjcf(_SHAPES)
-    state = physics.init(sys)
-    pairs = set()
-    for _ in range(100):
-        state = _step(sys, state, jnp.zeros(0))
-        mujoco.mj_step(m, d)
-        pairs |= {tuple(sorted((c.geom1, c.geom2))) for c in d.contact}
+    state, d, contacts = _unactuated_side_by_side(_SHAPES, 100)
+    pairs = set().union(*contacts)
     assert {(1, 2), (0, 3), (3, 4), (0, 5)} <= pairs, pairs
     assert _float_dtypes(state) == {jnp.dtype(jnp.float64)}
     np.testing.assert_allclose(np.asarray(state.q), d.qpos, rtol=0, atol=5e-4)
@@ -88,15 +95,7 @@ def test_float64_spheres_on_terrain_follow_mujoco_to_rounding(x64):
     """Down the faces of a tilted hill, over its seams: MuJoCo's path to rounding, since both
     hold the terrain's heights as float32 data (scaled in float32, as MuJoCo compiles them);
     heights kept in float64 here had put the paths 5e-8 apart after 300 steps."""
-    m = mujoco.MjModel.from_xml_string(_HILL)
-    d = mujoco.MjData(m)
-    sys = physics.load_mjcf(_HILL)
-    state = physics.init(sys)
-    contacts = 0
-    for _ in range(300):
-        state = _step(sys, state, jnp.zeros(0))
-        mujoco.mj_step(m, d)
-        contacts += d.ncon
-    assert contacts > 300
+    state, d, contacts = _unactuated_side_by_side(_HILL, 300)
+    assert sum(map(len, contacts)) > 300
     np.testing.assert_allclose(np.asarray(state.q), d.qpos, rtol=0, atol=1e-11)
     np.testing.assert_allclose(np.asarray(state.qd), d.qvel, rtol=0, atol=1e-9)
