@@ -49,6 +49,13 @@ def _mapping_budget() -> int | None:
 _BUDGET = _mapping_budget()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Runs the `slow` learning tests first (in collection order otherwise): they take minutes
+    each on a 2-core CI host, and collected last (train/ sorts last) one of them left the
+    other xdist worker idle at the end of the session."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def _bounded_compiled_programs() -> Iterator[None]:
     """Drops JAX's compiled programs after a test that leaves more than half of

@@ -7,6 +7,8 @@ from accelrl.evaluate import evaluate
 from accelrl.train import train
 from configs import load_preset
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize(
     "preset, overrides, threshold",
