@@ -1,6 +1,6 @@
 """Shared test settings: CPU-only (unless the caller sets JAX_PLATFORMS, as benchmarks/gpu.sh
-does to run the physics tests on a GPU), one XLA compilation cache per test session, and a
-bound on what a worker keeps compiled.
+does to run the physics tests on a GPU), one XLA compilation cache per test session, a
+bound on what a worker keeps compiled, and the `slow` learning tests scheduled first.
 
 The cache starts empty for every session (each test still compiles for real the first time);
 later identical programs reuse it: a training step rebuilt for resume or evaluation, and the
@@ -50,9 +50,9 @@ _BUDGET = _mapping_budget()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Runs the `slow` learning tests first (in collection order otherwise): they take minutes
-    each on a 2-core CI host, and collected last (train/ sorts last) one of them left the
-    other xdist worker idle at the end of the session."""
+    """Runs the `slow` learning tests first (in collection order otherwise): they take tens
+    of seconds to minutes each on a 2-core CI host, and collected last (train/ sorts last) one
+    of them left the other xdist worker idle at the end of the session."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
