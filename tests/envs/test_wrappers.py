@@ -135,16 +135,21 @@ def test_normalize_observation_statistics():
 
     @jax.jit
     def run(env_key):
-        def rollout(e):
-            state, first = e.reset(env_key)
-            state, ts = jax.lax.scan(e.step, state, actions)
-            return state, first.observation, ts
+        # The raw observations are those the wrapper saw: each step also steps the raw env from
+        # the wrapper's inner state (two separate rollouts would drift apart by rounding).
+        def step(state, action):
+            _, raw = raw_env.step(state.inner, action)
+            state, normalized = env.step(state, action)
+            return state, (raw, normalized)
 
-        return rollout(raw_env), rollout(env)
+        _, raw_first = raw_env.reset(env_key)
+        state, _ = env.reset(env_key)
+        state, observations = jax.lax.scan(step, state, actions)
+        return state, raw_first.observation, observations
 
-    (_, raw_first, raw_ts), (state, _, norm_ts) = run(jax.random.key(0))
-    raw_obs, norm_obs = raw_ts.observation, norm_ts.observation
-    all_raw = np.concatenate([raw_first[None], raw_obs]).reshape(-1, 3)
+    state, raw_first, (raw_ts, norm_ts) = run(jax.random.key(0))
+    norm_obs = norm_ts.observation
+    all_raw = np.concatenate([raw_first[None], raw_ts.observation]).reshape(-1, 3)
     stats = state.stats
     assert float(stats.count) == all_raw.shape[0]
     np.testing.assert_allclose(stats.mean, all_raw.mean(0), rtol=1e-3, atol=1e-5)
