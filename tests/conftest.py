@@ -15,6 +15,15 @@ vm.max_map_count (65,530): LLVM's next mmap failed ("LLVM compilation error: Can
 memory") and the worker died with a segfault while unwinding that error. So after a test that
 leaves the process past half the limit, the compiled programs are dropped; the tests that
 follow reload theirs from the session cache.
+
+Most tests are compile-bound: a MuJoCo scene's step or an arm's gradient takes XLA:CPU 30-40 s
+to optimize and then runs in milliseconds. So tests compile with JAX_DISABLE_MOST_OPTIMIZATIONS
+(XLA's backend optimization level 0, LLVM's expensive passes off) unless the caller sets it to
+0. The `slow` learning tests, which run their programs for minutes, get full optimization, and
+so do the tests marked `optimized`: float32 contact trajectories compared with MuJoCo or with
+another of our programs, whose tolerances hold for the rounding users get (at level 0, five of
+them drifted past theirs: an egg stacked on an egg ended 6 mm from MuJoCo's, 2 mm allowed). The
+setting is part of the compilation cache key, so the two never share a cached executable.
 """
 
 import atexit
@@ -28,6 +37,7 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _cache = tempfile.mkdtemp(prefix="accelrl-xla-")
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
@@ -36,6 +46,8 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
 import jax  # noqa: E402
 
 import physics  # noqa: E402,F401  (its XLA:CPU flags must precede any computation)
+
+_CHEAP = jax.config.read("jax_disable_most_optimizations")
 
 
 def _mapping_budget() -> int | None:
@@ -67,6 +79,24 @@ def _bounded_compiled_programs() -> Iterator[None]:
         if sum(1 for _ in maps) > _BUDGET:
             jax.clear_caches()
             gc.collect()
+
+
+@pytest.fixture(autouse=True)
+def _full_optimization(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Full XLA optimization for a `slow` or `optimized` test (see the module docstring), in
+    this process and, through the environment, in the `accelrl` and actor processes it
+    starts."""
+    if not any(request.node.get_closest_marker(name) for name in ("slow", "optimized")):
+        yield
+        return
+    monkeypatch.setenv("JAX_DISABLE_MOST_OPTIMIZATIONS", "0")
+    jax.config.update("jax_disable_most_optimizations", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_disable_most_optimizations", _CHEAP)
 
 
 @pytest.fixture
