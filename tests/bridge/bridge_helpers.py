@@ -13,7 +13,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
+
+
+def child_env() -> dict[str, str]:
+    """The environment for a child process, read at its start: a test's settings (e.g.
+    tests/conftest.py's XLA optimization for `slow` tests) reach it."""
+    return {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
 
 
 class Proc:
@@ -24,7 +29,7 @@ class Proc:
         self.popen = subprocess.Popen(
             args,
             cwd=ROOT,
-            env=env or ENV,
+            env=env or child_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -96,7 +101,7 @@ def serve(
     args += ["--port", str(port), "--run-dir", str(run_dir), *overrides]
     if resume:
         args.append("--resume")
-    proc = Proc(args, {**ENV, **(env or {})})
+    proc = Proc(args, {**child_env(), **(env or {})})
     port = int(proc.wait_for(r"listening on 127\.0\.0\.1:(\d+)", 120).group(1))
     return proc, port
 
@@ -106,7 +111,7 @@ def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "accelrl.cli", *args],
         cwd=ROOT,
-        env=ENV,
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=timeout,

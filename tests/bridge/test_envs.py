@@ -174,7 +174,7 @@ def test_an_actor_the_learner_has_no_room_for_retries_and_gives_up_saying_why(tm
     import subprocess
     import sys
 
-    from bridge_helpers import ENV, ROOT, serve
+    from bridge_helpers import ROOT, child_env, serve
 
     server, port = serve(tmp_path / "run", "bridge.max_envs=4", "total_env_steps=100000000")
     try:
@@ -182,7 +182,7 @@ def test_an_actor_the_learner_has_no_room_for_retries_and_gives_up_saying_why(tm
             [sys.executable, "-m", "accelrl.bridge.actor", "--server", f"127.0.0.1:{port}"]
             + ["--env", "gymnasium:CartPole-v1", "--num-envs", "8", "--give-up-after", "2"],
             cwd=ROOT,
-            env=ENV,
+            env=child_env(),
             capture_output=True,
             text=True,
             timeout=60,
