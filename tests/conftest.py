@@ -87,16 +87,23 @@ def _full_optimization(
 ) -> Iterator[None]:
     """Full XLA optimization for a `slow` or `optimized` test (see the module docstring), in
     this process and, through the environment, in the `accelrl` and actor processes it
-    starts."""
+    starts. JAX's in-memory caches do not key on the setting (a jitted function called again
+    after it changed runs the program built before), so they are dropped on each change."""
     if not any(request.node.get_closest_marker(name) for name in ("slow", "optimized")):
         yield
         return
     monkeypatch.setenv("JAX_DISABLE_MOST_OPTIMIZATIONS", "0")
-    jax.config.update("jax_disable_most_optimizations", False)
+    _set_cheap_compilation(False)
     try:
         yield
     finally:
-        jax.config.update("jax_disable_most_optimizations", _CHEAP)
+        _set_cheap_compilation(_CHEAP)
+
+
+def _set_cheap_compilation(cheap: bool) -> None:
+    if jax.config.read("jax_disable_most_optimizations") != cheap:
+        jax.config.update("jax_disable_most_optimizations", cheap)
+        jax.clear_caches()
 
 
 @pytest.fixture
