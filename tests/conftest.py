@@ -22,7 +22,8 @@ to optimize and then runs in milliseconds. So tests compile with JAX_DISABLE_MOS
 0. The `slow` learning tests, which run their programs for minutes, get full optimization, and
 so do the tests marked `optimized`: float32 contact trajectories compared with MuJoCo or with
 another of our programs, whose tolerances hold for the rounding users get (at level 0, five of
-them drifted past theirs: an egg stacked on an egg ended 6 mm from MuJoCo's, 2 mm allowed). The
+them drifted past theirs: an egg stacked on an egg ended 6 mm from MuJoCo's, 2 mm allowed), and
+programs that level 0 slows more than it speeds their compile (a Nature-CNN learner: 2x). The
 setting is part of the compilation cache key, so the two never share a cached executable.
 """
 
