@@ -97,10 +97,8 @@ for name in "${STEPS[@]}"; do
   case $name in
     # correctness on the accelerator (float32 products, MuJoCo agreement), one process per
     # worker sharing the GPU: no worker may grab most of its memory up front. The tests run on
-    # the CPU unless JAX_PLATFORMS says otherwise, and compiled at XLA's level 0 unless
-    # JAX_DISABLE_MOST_OPTIMIZATIONS=0 (tests/conftest.py): here, compiled as users run them.
-    tests) JAX_PLATFORMS=$TEST_PLATFORMS XLA_PYTHON_CLIENT_PREALLOCATE=false \
-      JAX_DISABLE_MOST_OPTIMIZATIONS=0 step tests \
+    # the CPU unless JAX_PLATFORMS says otherwise (tests/conftest.py).
+    tests) JAX_PLATFORMS=$TEST_PLATFORMS XLA_PYTHON_CLIENT_PREALLOCATE=false step tests \
       "$TEST_SECONDS" "$PY" -m pytest -q -p no:cacheprovider -n "$TEST_WORKERS" -m "not slow" \
       $TEST_SELECT ;;
     physics) step physics "$BENCH_SECONDS" "$PY" benchmarks/physics.py \

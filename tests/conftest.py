@@ -16,15 +16,10 @@ memory") and the worker died with a segfault while unwinding that error. So afte
 leaves the process past half the limit, the compiled programs are dropped; the tests that
 follow reload theirs from the session cache.
 
-Most tests are compile-bound: a MuJoCo scene's step or an arm's gradient takes XLA:CPU 30-40 s
-to optimize and then runs in milliseconds. So tests compile with JAX_DISABLE_MOST_OPTIMIZATIONS
-(XLA's backend optimization level 0, LLVM's expensive passes off) unless the caller sets it to
-0. The `slow` learning tests, which run their programs for minutes, get full optimization, and
-so do the tests marked `optimized`: float32 contact trajectories compared with MuJoCo or with
-another of our programs, whose tolerances hold for the rounding users get (at level 0, five of
-them drifted past theirs: an egg stacked on an egg ended 6 mm from MuJoCo's, 2 mm allowed), and
-programs that level 0 slows more than it speeds their compile (a Nature-CNN learner: 2x). The
-setting is part of the compilation cache key, so the two never share a cached executable.
+Tests compile as users' programs do, with XLA's full optimization. XLA's backend level 0
+(JAX_DISABLE_MOST_OPTIMIZATIONS) would cut a physics test's compile by a third to a half, but
+jaxlib 0.10.2 miscompiles there: the constraint solver's Newton loop, whose Cholesky is a
+LAPACK call, carried a wrong state out of its first iteration (docs/design.md, "Test suite").
 """
 
 import atexit
@@ -38,7 +33,6 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _cache = tempfile.mkdtemp(prefix="accelrl-xla-")
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
@@ -47,8 +41,6 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
 import jax  # noqa: E402
 
 import physics  # noqa: E402,F401  (its XLA:CPU flags must precede any computation)
-
-_CHEAP = jax.config.read("jax_disable_most_optimizations")
 
 
 def _mapping_budget() -> int | None:
@@ -80,31 +72,6 @@ def _bounded_compiled_programs() -> Iterator[None]:
         if sum(1 for _ in maps) > _BUDGET:
             jax.clear_caches()
             gc.collect()
-
-
-@pytest.fixture(autouse=True)
-def _full_optimization(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[None]:
-    """Full XLA optimization for a `slow` or `optimized` test (see the module docstring), in
-    this process and, through the environment, in the `accelrl` and actor processes it
-    starts. JAX's in-memory caches do not key on the setting (a jitted function called again
-    after it changed runs the program built before), so they are dropped on each change."""
-    if not any(request.node.get_closest_marker(name) for name in ("slow", "optimized")):
-        yield
-        return
-    monkeypatch.setenv("JAX_DISABLE_MOST_OPTIMIZATIONS", "0")
-    _set_cheap_compilation(False)
-    try:
-        yield
-    finally:
-        _set_cheap_compilation(_CHEAP)
-
-
-def _set_cheap_compilation(cheap: bool) -> None:
-    if jax.config.read("jax_disable_most_optimizations") != cheap:
-        jax.config.update("jax_disable_most_optimizations", cheap)
-        jax.clear_caches()
 
 
 @pytest.fixture

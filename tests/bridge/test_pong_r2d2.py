@@ -33,7 +33,6 @@ SMALL = [
 ]
 
 
-@pytest.mark.optimized  # its Nature-CNN learner runs 2x slower at XLA's level 0 (55 s vs 27 s)
 def test_pong_r2d2_preset_acts_and_learns(tmp_path):
     run = tmp_path / "run"
     out = run_cli("train", "pong_r2d2_bridge", "--run-dir", str(run), *SMALL)

@@ -301,7 +301,6 @@ def test_pair_without_a_collision_function_warns_and_is_skipped():
     assert sys.contact_pairs == ()
 
 
-@pytest.mark.optimized
 def test_limited_ball_joints_track_mujoco():
     """Ball-joint limits (a cone on the rotation angle: max(range) - angle, MuJoCo's row): a
     two-link arm on ball joints limited to 30 and 50 degrees, thrown sideways, tracks MuJoCo

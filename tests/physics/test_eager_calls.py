@@ -31,7 +31,6 @@ def programs_built(fn: Callable[[], object]) -> int:
     return len(events)
 
 
-@pytest.mark.optimized
 def test_eager_calls_are_one_program_each_and_match_the_jitted_step():
     loaded = []  # load_mjcf: about a dozen programs (was ~250, its work run op by op)
     assert programs_built(lambda: loaded.append(physics.load_mjcf(gym_asset("hopper")))) <= 25

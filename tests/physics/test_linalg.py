@@ -86,7 +86,6 @@ def _count(jaxpr: jex.core.Jaxpr, primitive: str) -> int:
     return n + sum(_count(sub, primitive) for sub in jex.core.subjaxprs(jaxpr))
 
 
-@pytest.mark.optimized
 def test_ant_steps_alike_with_either_hessian_form():
     """load_mjcf(hessian_form=...) reaches the constraint solver: Ant falling onto its feet
     (contacts and joint limits active) steps to the same states with either form of J^T D J;

@@ -174,7 +174,6 @@ SCENES = {  # name: (asset, world, tolerance on q after 300 steps)
 }
 
 
-@pytest.mark.optimized
 @pytest.mark.parametrize("scene", list(SCENES), ids=list(SCENES))
 def test_scenes_track_mujoco(scene):
     """Resting, stacking and dropping in the step: 300 steps (0.6 s) against MuJoCo; the egg
