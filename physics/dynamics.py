@@ -13,7 +13,7 @@ import numpy as np
 
 from physics import kinematics, math, tendon
 from physics.kinematics import Kinematics
-from physics.system import JNT_HINGE, JNT_SLIDE, System
+from physics.system import JNT_FREE, JNT_HINGE, JNT_SLIDE, System
 
 
 @math.jit_when_eager  # load-time callers (dampratio, eq_data, spring lengths)
@@ -159,6 +159,48 @@ def site_moments(sys: System, kin: Kinematics) -> tuple[np.ndarray, jax.Array, j
     return actuators, rows, length
 
 
+def ball_free_moments(sys: System, q: jax.Array) -> tuple[np.ndarray, jax.Array, jax.Array]:
+    """(actuators, moment arms [n, nv], lengths [n]) of the actuators on ball and free joints,
+    as MuJoCo's mjTRN_JOINT and mjTRN_JOINTINPARENT: the moment arm is the gear's rotation axis
+    on the joint's three rotational dofs (gear[0:3] on a ball joint; gear[3:6] on a free joint,
+    whose gear[0:3] push along its world-frame translational dofs). The axis is in the joint's
+    frame, or with jointinparent in the parent's, turned into the joint's by the joint's
+    rotation. A ball joint's length is its rotation vector's component along the axis; a free
+    joint's is 0."""
+    qposadr, dofadr = sys.topology.jnt_qposadr, sys.topology.jnt_dofadr
+    actuators, rows, lengths = [], [], []
+    for actuator, joint, gear, in_parent in sys.actuator_ball_free:
+        free = sys.topology.jnt_type[joint] == JNT_FREE
+        start = int(qposadr[joint]) + 3 * free
+        quat = q[start : start + 4]
+        axis = jnp.asarray(gear[3:] if free else gear[:3], q.dtype)
+        if in_parent:
+            axis = math.mat_vec(math.quat_to_mat(quat).T, axis)
+        rotation = int(dofadr[joint]) + 3 * free
+        row = jnp.zeros(sys.nv, q.dtype).at[rotation : rotation + 3].set(axis)
+        if free:
+            row = row.at[rotation - 3 : rotation].set(jnp.asarray(gear[:3], q.dtype))
+        actuators.append(actuator)
+        rows.append(row)
+        lengths.append(jnp.zeros((), q.dtype) if free else math.quat_to_rotvec(quat) @ axis)
+    return np.asarray(actuators, np.int32), jnp.stack(rows), jnp.stack(lengths)
+
+
+def actuator_moments(sys: System, kin: Kinematics, q: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(lengths [nu], moment arms [nu, nv]) of every actuator's transmission, before the scalar
+    gear (`sys.actuator_gear`, 1 where the gear is a vector: sites, ball and free joints)."""
+    length, moment = tendon.lengths_and_jacobian(sys, kin, q, sys.actuator_transmission)
+    special = []
+    if sys.actuator_site:
+        special.append(site_moments(sys, kin))
+    if sys.actuator_ball_free:
+        special.append(ball_free_moments(sys, q))
+    for actuators, rows, lengths in special:
+        moment = jnp.asarray(moment, rows.dtype).at[actuators].set(rows)
+        length = jnp.asarray(length, rows.dtype).at[actuators].set(lengths)
+    return length, moment
+
+
 @math.full_precision
 def actuator_force(
     sys: System,
@@ -176,7 +218,8 @@ def actuator_force(
     [na], the state's). A transmission's length is gear times its joint's position or its
     tendon's length (physics.tendon), its moment arms gear times that length's Jacobian; a
     site's moment arms are its gear wrench's, its length 0 or, with a refsite, measured from it
-    (`site_moments`). Joints with actuatorgravcomp add their gravity compensation; each
+    (`site_moments`); on a ball or free joint, the gear is a rotation axis
+    (`ball_free_moments`). Joints with actuatorgravcomp add their gravity compensation; each
     joint's total is clipped to its actuatorfrcrange (unless ``clip_joint_totals`` is False:
     MuJoCo's implicit integrators differentiate the unclipped totals)."""
     out = jnp.zeros(sys.nv, sys.dof_damping.dtype)
@@ -200,11 +243,7 @@ def _actuator_dof_force(
     act: jax.Array | None,
 ) -> jax.Array:
     """The actuators' forces through their moment arms (see actuator_force)."""
-    length, moment = tendon.lengths_and_jacobian(sys, kin, q, sys.actuator_transmission)
-    if sys.actuator_site:
-        actuators, rows, site_length = site_moments(sys, kin)
-        moment = jnp.asarray(moment, rows.dtype).at[actuators].set(rows)
-        length = jnp.asarray(length, rows.dtype).at[actuators].set(site_length)
+    length, moment = actuator_moments(sys, kin, q)
     length = sys.actuator_gear * length
     velocity = sys.actuator_gear * tendon.mat_vec(moment, qd)
     clipped = jnp.clip(ctrl, sys.actuator_ctrlrange[:, 0], sys.actuator_ctrlrange[:, 1])

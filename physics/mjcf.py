@@ -61,6 +61,7 @@ _VISUAL = {"name", "class", "rgba", "material", "group", "user"}
 # Attributes every actuator element understands (joint, tendon or site transmission).
 _ACTUATOR = {
     "joint",
+    "jointinparent",
     "tendon",
     "site",
     "refsite",
@@ -71,6 +72,7 @@ _ACTUATOR = {
     "forcerange",
     "forcelimited",
 } | _VISUAL
+_TRANSMISSIONS = ("joint", "jointinparent", "tendon", "site")
 # MuJoCo keeps one actuator default per class, which every actuator element in <default> sets.
 _ACTUATOR_TAGS = (
     "general",
@@ -1138,14 +1140,14 @@ class _Loader:
                         m, f"unsupported actuator <{m.tag}> (one of {', '.join(_ACTUATOR_TAGS)})"
                     )
                 a = self.attrs(m, "main")
-                if sum(k in a for k in ("joint", "tendon", "site")) != 1:
+                if sum(k in a for k in _TRANSMISSIONS) != 1:
                     raise self.error(
                         m,
-                        "actuator needs one of joint, tendon or site (other transmissions "
-                        "unsupported)",
+                        f"actuator needs one of {', '.join(_TRANSMISSIONS)} (other "
+                        "transmissions unsupported)",
                     )
                 gear = self.get_floats(m, a, "gear", [1.0])
-                site = None
+                site = ball_free = None
                 if "site" in a:
                     sites = [x["name"] for x in self.sites]
                     if a["site"] not in sites:
@@ -1166,14 +1168,19 @@ class _Loader:
                         raise self.error(m, f"unknown tendon {a['tendon']!r}")
                     target = self.tendons[a["tendon"]]
                 else:
-                    if a["joint"] not in names:
-                        raise self.error(m, f"unknown joint {a['joint']!r}")
-                    target = self.joints[names.index(a["joint"])]
-                    if target["type"] not in (S.JNT_HINGE, S.JNT_SLIDE):
-                        raise self.error(
-                            m, "actuators are supported on hinge and slide joints only"
-                        )
-                    target = {**target, "path": (((names.index(a["joint"]), 1.0),), ())}
+                    # jointinparent differs from joint only on ball and free joints
+                    joint = a.get("joint", a.get("jointinparent"))
+                    if joint not in names:
+                        raise self.error(m, f"unknown joint {joint!r}")
+                    index = names.index(joint)
+                    target = {**self.joints[index], "path": (((index, 1.0),), ())}
+                    if target["type"] in (S.JNT_BALL, S.JNT_FREE):
+                        # the gear is a rotation axis (and a free joint's force): its
+                        # moment arms and length depend on q (dynamics.ball_free_moments)
+                        gear6 = tuple(float(x) for x in np.concatenate([gear, np.zeros(6)])[:6])
+                        ball_free = (index, gear6, "jointinparent" in a)
+                        target = {"path": S.NO_TENDON, "limited": False}
+                        gear = np.ones(1)
                 if np.any(gear[1:] != 0):
                     raise self.error(
                         m, "only the first gear component applies to a joint or tendon"
@@ -1215,6 +1222,7 @@ class _Loader:
                         "name": a.get("name", ""),
                         "transmission": target["path"],
                         "site": site,
+                        "ball_free": ball_free,
                         "gear": float(gear[0]),
                         "gain": gain,
                         "bias": bias,
@@ -1814,6 +1822,11 @@ class _Loader:
             actuator_site=tuple(
                 (i, *u["site"]) for i, u in enumerate(self.actuators) if u["site"] is not None
             ),
+            actuator_ball_free=tuple(
+                (i, *u["ball_free"])
+                for i, u in enumerate(self.actuators)
+                if u["ball_free"] is not None
+            ),
             actuator_dyntype=tuple(u["dyntype"] for u in self.actuators),
             actuator_actearly=tuple(u["actearly"] for u in self.actuators),
             spring_tendons=tuple(t["path"] for t in self.spring_tendons),
@@ -1883,12 +1896,8 @@ class _Loader:
             return sys
         kin = kinematics.forward_kinematics(sys, sys.qpos0)
         mass = np.asarray(dynamics.mass_matrix(sys, kin), np.float64)
-        _, moment = tendon.lengths_and_jacobian(sys, kin, sys.qpos0, sys.actuator_transmission)
-        moment = np.asarray(moment, np.float64)
-        if sys.actuator_site:
-            rows, site_rows, _ = dynamics.site_moments(sys, kin)
-            moment[np.asarray(rows)] = np.asarray(site_rows, np.float64)
-        moment = moment * np.asarray(sys.actuator_gear, np.float64)[:, None]
+        _, moment = dynamics.actuator_moments(sys, kin, sys.qpos0)
+        moment = np.asarray(moment, np.float64) * np.asarray(sys.actuator_gear, np.float64)[:, None]
         bias = np.array(sys.actuator_bias)
         for i in wanted:
             j = moment[i]

@@ -312,6 +312,9 @@ class System:
     # actuators on sites: (actuator, site, wrench gear (force xyz, torque xyz) in the site frame,
     # refsite or -1)
     actuator_site: tuple[tuple[int, int, tuple[float, ...], int], ...] = _static(default=())
+    # actuators on ball and free joints: (actuator, joint, gear (6 numbers), whether the gear's
+    # rotation axis is in the parent's frame: jointinparent)
+    actuator_ball_free: tuple[tuple[int, int, tuple[float, ...], bool], ...] = _static(default=())
     site_body: tuple[int, ...] = _static(default=())
     site_names: tuple[str, ...] = _static(default=())
     solver_iterations: int = _static(default=100)  # <option iterations>: hint for the solver

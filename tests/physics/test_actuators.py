@@ -104,7 +104,7 @@ def test_actuator_forces_and_trajectory_match_mujoco():
         ('<damper joint="j" kv="1" ctrlrange="-1 1"/>', "non-negative"),
         ('<intvelocity joint="j" kp="1"/>', "intvelocity needs an actrange"),
         ('<velocity tendon="nope"/>', "unknown tendon 'nope'"),
-        ('<motor joint="j" tendon="t"/>', "one of joint, tendon or site"),
+        ('<motor joint="j" tendon="t"/>', "one of joint, jointinparent, tendon, site"),
         ('<motor site="nope"/>', "unknown site 'nope'"),
         ('<position tendon="t" inheritrange="1"/>', "inheritrange needs a limited joint or tendon"),
     ],
@@ -530,3 +530,58 @@ def test_actearly_uses_the_activation_of_the_steps_end_as_mujoco():
     mujoco.mj_resetData(m, d)
     other = drive_alongside(late, m, d, controls, substeps=2)  # (d follows actearly)
     assert np.abs(np.asarray(other.q) - d.qpos).max() > 1e-3
+
+
+BALL_FREE = """<mujoco><option timestep="0.002" gravity="0 0 -2"/><worldbody>
+  <body name="torso" pos="0 0 1"><freejoint name="root"/><geom size=".1"/>
+    <body pos=".25 0 0" euler="10 20 30"><joint name="shoulder" type="ball" damping=".05"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".04"/>
+      <body pos=".3 0 0"><joint name="elbow" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 .2 0 0" size=".03"/></body>
+    </body>
+  </body></worldbody>
+  <actuator>
+    <motor joint="shoulder" gear=".3 -.5 .7"/>
+    <motor jointinparent="shoulder" gear="0 0 1"/>
+    <position joint="shoulder" gear="1 0 0" kp="2" kv=".3"/>
+    <motor joint="root" gear="1 2 3 .4 -.5 .6"/>
+    <motor jointinparent="root" gear="0 0 1 0 0 1"/>
+    <motor jointinparent="elbow" gear="2"/>
+  </actuator></mujoco>"""
+
+
+def test_actuators_on_ball_and_free_joints_match_mujoco():
+    """On a ball or free joint the gear is a rotation axis in the joint's frame, or with
+    jointinparent in the parent's (the world's for a free joint), and a free joint's first
+    three gear numbers push along the world axes; a ball joint's length is its rotation
+    vector along the axis, so a position servo on it holds an angle (MuJoCo's mjTRN_JOINT
+    and mjTRN_JOINTINPARENT). On a hinge, jointinparent is joint."""
+    m = mujoco.MjModel.from_xml_string(BALL_FREE)
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(BALL_FREE)
+
+    @jax.jit
+    def forces(q: jax.Array, qd: jax.Array, ctrl: jax.Array) -> tuple[jax.Array, jax.Array]:
+        length, _ = dynamics.actuator_moments(sys, physics.forward_kinematics(sys, q), q)
+        qfrc = dynamics.actuator_force(sys, physics.forward_kinematics(sys, q), q, qd, ctrl)
+        return length * sys.actuator_gear, qfrc
+
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        d.qpos[:], d.qvel[:], d.ctrl[:] = (
+            rng.normal(size=m.nq),
+            rng.normal(size=m.nv),
+            rng.normal(size=m.nu),
+        )
+        for adr in (3, 7):
+            d.qpos[adr : adr + 4] /= np.linalg.norm(d.qpos[adr : adr + 4])
+        mujoco.mj_forward(m, d)
+        length, qfrc = forces(*(jnp.asarray(x, jnp.float32) for x in (d.qpos, d.qvel, d.ctrl)))
+        np.testing.assert_allclose(length, d.actuator_length, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(qfrc, d.qfrc_actuator, rtol=1e-4, atol=1e-4)
+    mujoco.mj_resetData(m, d)
+    controls = [np.array([0.2, -0.1, 0.5, 0.3, 0.1, 0.2 * np.sin(i)]) for i in range(20)]
+    state = drive_alongside(sys, m, d, controls, substeps=10)  # 200 driven steps
+    assert np.abs(d.qpos[7:11] - m.qpos0[7:11]).max() > 0.05, "the shoulder should turn"
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
