@@ -186,6 +186,34 @@ def ball_free_moments(sys: System, q: jax.Array) -> tuple[np.ndarray, jax.Array,
     return np.asarray(actuators, np.int32), jnp.stack(rows), jnp.stack(lengths)
 
 
+def slider_crank_moments(sys: System, kin: Kinematics) -> tuple[np.ndarray, jax.Array, jax.Array]:
+    """(actuators, moment arms [n, nv], lengths [n]) of the slider-crank actuators, as
+    MuJoCo's mjTRN_SLIDERCRANK: a rod of length r joins the crank site to a slider moving along
+    the slider site's z axis a; with v the crank site's offset from the slider site, the length
+    is v.a - sqrt((v.a)^2 + r^2 - |v|^2), or v.a where the rod cannot reach (a negative root),
+    and the moment arms its derivative through both sites' Jacobians."""
+    slider_cranks = zip(*sys.actuator_slider_crank, strict=True)
+    actuators, crank, slider, rod = (np.asarray(x) for x in slider_cranks)
+    pos, mat = kinematics.site_frames(sys, kin)
+    site_body = np.asarray(sys.site_body, np.int32)
+    axis = mat[slider][..., 2]  # [n, 3]
+    vec = pos[crank] - pos[slider]
+    av = jnp.sum(vec * axis, -1)
+    det = av * av + jnp.asarray(rod, vec.dtype) ** 2 - jnp.sum(vec * vec, -1)
+    reach = det > 0
+    root = jnp.sqrt(jnp.where(reach, det, 1.0))
+    length = jnp.where(reach, av - root, av)
+    scale = jnp.where(reach, 1 - av / root, 1.0)[:, None]
+    d_vec = axis * scale + jnp.where(reach[:, None], vec / root[:, None], 0.0)
+    d_axis = vec * scale
+    jac_crank = kinematics.point_jacobian(sys, kin, pos[crank], site_body[crank])
+    jac_slider = kinematics.point_jacobian(sys, kin, pos[slider], site_body[slider])
+    # d axis = omega x axis, so d_axis . d axis = omega . (axis x d_axis)
+    rows = jnp.einsum("ni,nim->nm", d_vec, jac_crank[:, 3:] - jac_slider[:, 3:])
+    rows = rows + jnp.einsum("ni,nim->nm", jnp.cross(axis, d_axis), jac_slider[:, :3])
+    return actuators, rows, length
+
+
 def actuator_moments(sys: System, kin: Kinematics, q: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(lengths [nu], moment arms [nu, nv]) of every actuator's transmission, before the scalar
     gear (`sys.actuator_gear`, 1 where the gear is a vector: sites, ball and free joints)."""
@@ -195,6 +223,8 @@ def actuator_moments(sys: System, kin: Kinematics, q: jax.Array) -> tuple[jax.Ar
         special.append(site_moments(sys, kin))
     if sys.actuator_ball_free:
         special.append(ball_free_moments(sys, q))
+    if sys.actuator_slider_crank:
+        special.append(slider_crank_moments(sys, kin))
     for actuators, rows, lengths in special:
         moment = jnp.asarray(moment, rows.dtype).at[actuators].set(rows)
         length = jnp.asarray(length, rows.dtype).at[actuators].set(lengths)
@@ -219,7 +249,8 @@ def actuator_force(
     tendon's length (physics.tendon), its moment arms gear times that length's Jacobian; a
     site's moment arms are its gear wrench's, its length 0 or, with a refsite, measured from it
     (`site_moments`); on a ball or free joint, the gear is a rotation axis
-    (`ball_free_moments`). Joints with actuatorgravcomp add their gravity compensation; each
+    (`ball_free_moments`); a slider-crank's length and moment arms are its rod geometry's
+    (`slider_crank_moments`). Joints with actuatorgravcomp add their gravity compensation; each
     joint's total is clipped to its actuatorfrcrange (unless ``clip_joint_totals`` is False:
     MuJoCo's implicit integrators differentiate the unclipped totals)."""
     out = jnp.zeros(sys.nv, sys.dof_damping.dtype)

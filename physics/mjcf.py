@@ -65,6 +65,9 @@ _ACTUATOR = {
     "tendon",
     "site",
     "refsite",
+    "cranksite",
+    "slidersite",
+    "cranklength",
     "gear",
     "ctrlrange",
     "ctrllimited",
@@ -72,7 +75,7 @@ _ACTUATOR = {
     "forcerange",
     "forcelimited",
 } | _VISUAL
-_TRANSMISSIONS = ("joint", "jointinparent", "tendon", "site")
+_TRANSMISSIONS = ("joint", "jointinparent", "tendon", "site", "cranksite")
 # MuJoCo keeps one actuator default per class, which every actuator element in <default> sets.
 _ACTUATOR_TAGS = (
     "general",
@@ -1147,8 +1150,11 @@ class _Loader:
                         "transmissions unsupported)",
                     )
                 gear = self.get_floats(m, a, "gear", [1.0])
-                site = ball_free = None
-                if "site" in a:
+                site = ball_free = slider_crank = None
+                if "cranksite" in a:
+                    slider_crank = self.slider_crank(m, a)
+                    target = {"path": S.NO_TENDON, "limited": False}
+                elif "site" in a:
                     sites = [x["name"] for x in self.sites]
                     if a["site"] not in sites:
                         raise self.error(m, f"unknown site {a['site']!r}")
@@ -1183,7 +1189,8 @@ class _Loader:
                         gear = np.ones(1)
                 if np.any(gear[1:] != 0):
                     raise self.error(
-                        m, "only the first gear component applies to a joint or tendon"
+                        m,
+                        "only the first gear component applies to a joint, tendon or slider-crank",
                     )
                 if m.tag != "general":
                     self.check_shortcut(m, a)
@@ -1223,6 +1230,7 @@ class _Loader:
                         "transmission": target["path"],
                         "site": site,
                         "ball_free": ball_free,
+                        "slider_crank": slider_crank,
                         "gear": float(gear[0]),
                         "gain": gain,
                         "bias": bias,
@@ -1275,6 +1283,28 @@ class _Loader:
         ):
             raise self.error(m, "a damper needs a ctrlrange of non-negative values")
 
+    def references(
+        self, e: ET.Element, a: dict, keys: tuple[str, ...], names: list[str], who: str, kind: str
+    ) -> list[int]:
+        """The indices in `names` of the elements that attributes `keys` name, each required."""
+        found = []
+        for key in keys:
+            if key not in a:
+                raise self.error(e, f"{who} needs {key}")
+            if a[key] not in names:
+                raise self.error(e, f"unknown {kind} {a[key]!r}")
+            found.append(names.index(a[key]))
+        return found
+
+    def slider_crank(self, m: ET.Element, a: dict) -> tuple[int, int, float]:
+        """(crank site, slider site, rod length) of a slider-crank transmission."""
+        sites = [x["name"] for x in self.sites]
+        found = self.references(m, a, ("cranksite", "slidersite"), sites, "a slider-crank", "site")
+        rod = float(a.get("cranklength", 0))
+        if not rod > 0:
+            raise self.error(m, f"a slider-crank needs cranklength > 0, got {rod}")
+        return found[0], found[1], rod
+
     def actuator_gain_bias(
         self, m: ET.Element, a: dict[str, str]
     ) -> tuple[float | np.ndarray, np.ndarray]:
@@ -1319,13 +1349,7 @@ class _Loader:
 
     def explicit_pair(self, e: ET.Element, names: list[str]) -> dict:
         a = self.attrs(e, "main")
-        ids = []
-        for key in ("geom1", "geom2"):
-            if key not in a:
-                raise self.error(e, f"pair needs {key}")
-            if a[key] not in names:
-                raise self.error(e, f"unknown geom {a[key]!r}")
-            ids.append(names.index(a[key]))
+        ids = self.references(e, a, ("geom1", "geom2"), names, "pair", "geom")
         if ids[0] == ids[1]:
             raise self.error(e, "a pair needs two different geoms")
         condim = int(a.get("condim", 3))
@@ -1826,6 +1850,11 @@ class _Loader:
                 (i, *u["ball_free"])
                 for i, u in enumerate(self.actuators)
                 if u["ball_free"] is not None
+            ),
+            actuator_slider_crank=tuple(
+                (i, *u["slider_crank"])
+                for i, u in enumerate(self.actuators)
+                if u["slider_crank"] is not None
             ),
             actuator_dyntype=tuple(u["dyntype"] for u in self.actuators),
             actuator_actearly=tuple(u["actearly"] for u in self.actuators),

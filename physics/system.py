@@ -315,6 +315,8 @@ class System:
     # actuators on ball and free joints: (actuator, joint, gear (6 numbers), whether the gear's
     # rotation axis is in the parent's frame: jointinparent)
     actuator_ball_free: tuple[tuple[int, int, tuple[float, ...], bool], ...] = _static(default=())
+    # slider-crank actuators: (actuator, crank site, slider site, connecting rod's length)
+    actuator_slider_crank: tuple[tuple[int, int, int, float], ...] = _static(default=())
     site_body: tuple[int, ...] = _static(default=())
     site_names: tuple[str, ...] = _static(default=())
     solver_iterations: int = _static(default=100)  # <option iterations>: hint for the solver

@@ -1,6 +1,6 @@
-"""Actuators against MuJoCo: motor, position, velocity and general (affine) on hinge and slide
-joints and on fixed tendons, with gears, control and force clipping, inheritrange and class
-defaults; fixed-tendon springs (with a deadband) and dampers."""
+"""Actuators against MuJoCo: motor, position, velocity and general (affine) on hinge, slide,
+ball and free joints, on fixed tendons, sites and slider-cranks, with gears, control and force
+clipping, inheritrange and class defaults; fixed-tendon springs (with a deadband) and dampers."""
 
 import dataclasses
 
@@ -107,11 +107,16 @@ def test_actuator_forces_and_trajectory_match_mujoco():
         ('<motor joint="j" tendon="t"/>', "one of joint, jointinparent, tendon, site"),
         ('<motor site="nope"/>', "unknown site 'nope'"),
         ('<position tendon="t" inheritrange="1"/>', "inheritrange needs a limited joint or tendon"),
+        ('<general cranksite="a" cranklength=".5"/>', "a slider-crank needs slidersite"),
+        ('<general cranksite="a" slidersite="nope" cranklength="1"/>', "unknown site 'nope'"),
+        ('<general cranksite="a" slidersite="b"/>', "a slider-crank needs cranklength > 0"),
+        ('<general cranksite="a" slidersite="b" cranklength="1" gear="1 2"/>', "first gear"),
     ],
 )
 def test_unsupported_actuators_are_named(actuator, needle):
     xml = (
-        '<mujoco><worldbody><body><joint name="j"/><geom size="0.1"/></body></worldbody>'
+        '<mujoco><worldbody><body><joint name="j"/><geom size="0.1"/><site name="a"/>'
+        '<site name="b"/></body></worldbody>'
         '<tendon><fixed name="t"><joint joint="j" coef="2"/></fixed></tendon>'
         f"<actuator>{actuator}</actuator></mujoco>"
     )
@@ -583,5 +588,59 @@ def test_actuators_on_ball_and_free_joints_match_mujoco():
     controls = [np.array([0.2, -0.1, 0.5, 0.3, 0.1, 0.2 * np.sin(i)]) for i in range(20)]
     state = drive_alongside(sys, m, d, controls, substeps=10)  # 200 driven steps
     assert np.abs(d.qpos[7:11] - m.qpos0[7:11]).max() > 0.05, "the shoulder should turn"
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
+
+
+SLIDER_CRANK = """<mujoco><option timestep="0.002"/><worldbody>
+  <body pos="0 0 1"><joint name="crank" axis="0 1 0" damping=".02"/>
+    <geom type="capsule" fromto="0 0 0 .2 0 0" size=".02"/><site name="pin" pos=".2 0 0"/>
+  </body>
+  <body pos=".6 0 1.1" euler="0 -90 0"><joint type="slide" axis="0 0 1" damping=".5"/>
+    <geom type="box" size=".05 .05 .05"/><site name="slider" euler="0 10 0"/>
+    <body pos="0 0 .1"><joint type="ball"/><geom size=".03"/><site name="tilted" euler="20 0 0"/>
+    </body>
+  </body>
+</worldbody><actuator>
+  <general cranksite="pin" slidersite="slider" cranklength=".5" gear="1.5"/>
+  <position cranksite="pin" slidersite="tilted" cranklength=".45" kp="3" kv=".2"/>
+</actuator></mujoco>"""
+
+
+def test_slider_crank_actuators_match_mujoco():
+    """A rod of cranklength joins the crank site to a slider on the slider site's z axis: the
+    length is the slider's travel, the moment arms its derivative through both sites (here one
+    slider site rides on a ball joint), the rod's unreachable poses included."""
+    m = mujoco.MjModel.from_xml_string(SLIDER_CRANK)
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(SLIDER_CRANK)
+
+    @jax.jit
+    def forces(q: jax.Array, qd: jax.Array, ctrl: jax.Array) -> tuple[jax.Array, jax.Array]:
+        kin = physics.forward_kinematics(sys, q)
+        length, _ = dynamics.actuator_moments(sys, kin, q)
+        return length * sys.actuator_gear, dynamics.actuator_force(sys, kin, q, qd, ctrl)
+
+    rng = np.random.default_rng(0)
+    unreachable = 0
+    for _ in range(20):
+        d.qpos[:], d.qvel[:], d.ctrl[:] = (
+            rng.normal(size=m.nq),
+            rng.normal(size=m.nv),
+            rng.normal(size=m.nu),
+        )
+        d.qpos[2:6] /= np.linalg.norm(d.qpos[2:6])
+        mujoco.mj_forward(m, d)
+        vec = d.site_xpos[0] - d.site_xpos[1]
+        av = vec @ d.site_xmat[1].reshape(3, 3)[:, 2]
+        unreachable += av * av + 0.25 - vec @ vec <= 0
+        length, qfrc = forces(*(jnp.asarray(x, jnp.float32) for x in (d.qpos, d.qvel, d.ctrl)))
+        np.testing.assert_allclose(length, d.actuator_length, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(qfrc, d.qfrc_actuator, rtol=1e-4, atol=1e-4)
+    assert 0 < unreachable < 20, unreachable
+    mujoco.mj_resetData(m, d)
+    controls = [np.array([0.4 * np.sin(i / 2), 0.1]) for i in range(20)]
+    state = drive_alongside(sys, m, d, controls, substeps=10)  # 200 driven steps
+    assert abs(d.qpos[0]) > 0.1, "the crank should turn"
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
     np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
