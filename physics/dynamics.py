@@ -72,9 +72,11 @@ def _actuated_gravcomp(sys: System) -> np.ndarray:
 
 @math.full_precision
 def passive_force(sys: System, kin: Kinematics, q: jax.Array, qd: jax.Array) -> jax.Array:
-    """Joint damping, hinge/slide stiffness, tendon springs and dampers and gravity
-    compensation (MuJoCo's qfrc_passive) at configuration `q` (its kinematics `kin`) and
-    velocity `qd`."""
+    """Joint damping and stiffness, tendon springs and dampers and gravity compensation
+    (MuJoCo's qfrc_passive) at configuration `q` (its kinematics `kin`) and velocity `qd`.
+
+    A ball joint's spring turns it back by its rotation from qpos_spring (the rotation vector
+    of q_spring^-1 q); a free joint's also pulls its position back, as MuJoCo's mj_passive."""
     topo = sys.topology
     jt = np.asarray(topo.jnt_type)
     scalar = np.nonzero((jt == JNT_HINGE) | (jt == JNT_SLIDE))[0]
@@ -83,6 +85,14 @@ def passive_force(sys: System, kin: Kinematics, q: jax.Array, qd: jax.Array) -> 
         qa, da = topo.jnt_qposadr[scalar], topo.jnt_dofadr[scalar]
         spring = -sys.jnt_stiffness[scalar] * (q[qa] - sys.qpos_spring[qa])
         force = force.at[da].add(spring)
+    for j in sys.ball_free_springs:
+        qa, da = int(topo.jnt_qposadr[j]), int(topo.jnt_dofadr[j])
+        offset = q - sys.qpos_spring
+        if jt[j] == JNT_FREE:
+            force = force.at[da : da + 3].add(-sys.jnt_stiffness[j] * offset[qa : qa + 3])
+            qa, da = qa + 3, da + 3
+        turn = math.quat_mul(math.quat_conj(sys.qpos_spring[qa : qa + 4]), q[qa : qa + 4])
+        force = force.at[da : da + 3].add(-sys.jnt_stiffness[j] * math.quat_to_rotvec(turn))
     if sys.spring_tendons:
         length, moment = tendon.lengths_and_jacobian(sys, kin, q, sys.spring_tendons)
         velocity = tendon.mat_vec(moment, qd)

@@ -837,10 +837,8 @@ class _Loader:
         springdamper = self.get_floats(elem, a, "springdamper", [0.0, 0.0], 2)
         if springdamper.any() and not (springdamper > 0).all():
             raise self.error(elem, f"springdamper values must both be positive, got {springdamper}")
-        if t in (S.JNT_FREE, S.JNT_BALL) and (
-            float(a.get("stiffness", 0)) != 0 or springdamper.any()
-        ):
-            raise self.error(elem, f"unsupported stiffness on a {jtype} joint")
+        if t in (S.JNT_FREE, S.JNT_BALL) and springdamper.any():
+            raise self.error(elem, f"unsupported springdamper on a {jtype} joint")
         if t == S.JNT_FREE and self.bodies[bid]["parent"] != 0:
             raise self.error(elem, "a free joint must belong to a child of the world body")
         angular = t in (S.JNT_HINGE, S.JNT_BALL)
@@ -1571,7 +1569,8 @@ class _Loader:
                 divisor = float(e.get("divisor", 0))
                 if divisor <= 0:
                     raise self.error(e, f"a pulley needs divisor > 0, got {divisor}")
-                if branch_sites < 2:
+                if segments and branch_sites < 2 or not segments and branch_sites == 1:
+                    # (a tendon may start with a pulley: it scales the first branch)
                     raise self.error(t, "each branch of a spatial tendon needs two sites")
                 scale, previous, branch_sites = 1.0 / divisor, None, 0
             elif e.tag == "geom":
@@ -1850,6 +1849,11 @@ class _Loader:
                 (i, *u["ball_free"])
                 for i, u in enumerate(self.actuators)
                 if u["ball_free"] is not None
+            ),
+            ball_free_springs=tuple(
+                j
+                for j, joint in enumerate(self.joints)
+                if joint["type"] in (S.JNT_BALL, S.JNT_FREE) and joint["stiffness"] != 0
             ),
             actuator_slider_crank=tuple(
                 (i, *u["slider_crank"])

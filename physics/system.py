@@ -315,6 +315,8 @@ class System:
     # actuators on ball and free joints: (actuator, joint, gear (6 numbers), whether the gear's
     # rotation axis is in the parent's frame: jointinparent)
     actuator_ball_free: tuple[tuple[int, int, tuple[float, ...], bool], ...] = _static(default=())
+    # ball and free joints with stiffness (their springs turn on the rotation from qpos_spring)
+    ball_free_springs: tuple[int, ...] = _static(default=())
     # slider-crank actuators: (actuator, crank site, slider site, connecting rod's length)
     actuator_slider_crank: tuple[tuple[int, int, int, float], ...] = _static(default=())
     site_body: tuple[int, ...] = _static(default=())

@@ -23,10 +23,10 @@ BALL_XML = """
   <option timestep="0.002"/>
   <worldbody>
     <body name="free" pos="0.1 0.2 1" euler="10 20 30">
-      <freejoint/>
+      <joint type="free" stiffness="3"/>
       <geom type="box" size="0.1 0.2 0.3"/>
       <body pos="0.2 0 0.1">
-        <joint type="ball" pos="0 0 0.05" damping="0.3" armature="0.01"/>
+        <joint type="ball" pos="0 0 0.05" damping="0.3" armature="0.01" stiffness="1.5"/>
         <geom type="capsule" fromto="0 0 0 0.3 0.1 0" size="0.05"/>
         <body pos="0.3 0.1 0">
           <joint type="hinge" axis="0 1 1" stiffness="2" springref="10"/>

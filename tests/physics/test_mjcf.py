@@ -219,6 +219,10 @@ def test_defaults_fromto_and_inertia_groups_build_mujocos_model(name):
         ('<body><joint frictionloss="-1"/><geom size="1"/></body>', "frictionloss must be >= 0"),
         ('<body><joint limited="true"/><geom size="1"/></body>', "range"),
         ('<body childclass="nope"><joint/><geom size="1"/></body>', "unknown"),
+        (
+            '<body><joint type="ball" springdamper="1 1"/><geom size="1"/></body>',
+            "unsupported springdamper on a ball joint",
+        ),
     ],
 )
 def test_model_errors_name_the_element(xml, needle):

@@ -55,7 +55,8 @@ BALL_IN_CUP = """
 """
 
 # A three-link arm with a cable along it (sites on every link, one in a frame, one given by
-# fromto), a pulley branch, a spring-damper cable, and a rough cable with a limit.
+# fromto), a pulley branch, a spring-damper cable (a pulley before its first site scales it
+# all), and a rough cable with a limit.
 ARM = """
 <mujoco>
   <option timestep="0.002"/>
@@ -90,7 +91,7 @@ ARM = """
       <site site="s2"/><site site="s4"/>
     </spatial>
     <spatial name="slack" stiffness="25">
-      <site site="s1"/><site site="s3"/>
+      <pulley divisor="4"/><site site="s1"/><site site="s3"/>
     </spatial>
     <spatial name="rough" range="0.2 0.55" frictionloss="0.4" margin="0.01">
       <site site="anchor"/><site site="s2"/><site site="s3"/>
@@ -195,6 +196,7 @@ def test_ball_in_cup_string_tracks_mujoco():
         ('<site site="a"/>', "needs two sites"),
         ('<site site="a"/><site site="b"/><pulley divisor="0"/><site site="a"/>', "divisor > 0"),
         ('<site site="a"/><pulley divisor="2"/><site site="a"/><site site="b"/>', "two sites"),
+        ('<pulley divisor="2"/><site site="a"/><pulley divisor="2"/>', "two sites"),
         ('<site site="a"/><joint joint="j"/>', "unsupported element <joint>"),
     ],
 )
