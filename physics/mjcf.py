@@ -118,7 +118,7 @@ _EQUALITY_KINDS = {
 
 # Attributes understood per element; anything else on these elements is an error.
 _KNOWN = {
-    "body": {"pos", "childclass", "gravcomp", *_ORIENT} | _VISUAL,
+    "body": {"pos", "childclass", "gravcomp", "mocap", *_ORIENT} | _VISUAL,
     "inertial": {"pos", "mass", "diaginertia", "fullinertia", *_ORIENT},
     "joint": {
         "type",
@@ -469,6 +469,7 @@ class _Loader:
         self.hfields: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # used: (heights, size)
         self.actuators: list[dict] = []
         self.sites: list[dict] = []
+        self.mocap: list[int] = []  # bodies with mocap="true"
         self.tendons: dict[str, dict] = {}  # name -> path, limited, range
         self.spring_tendons: list[dict] = []  # tendons with a spring or damper
         self.constrained_tendons: list[dict] = []  # tendons with a limit or friction loss
@@ -760,6 +761,15 @@ class _Loader:
         }
         self.bodies.append(body)
         children = list(self.frame_children(elem, cls, None))
+        if a.get("mocap", "false") not in ("true", "false"):
+            raise self.error(elem, f"mocap={a['mocap']!r} must be true or false")
+        if a.get("mocap") == "true":
+            # a pose given from outside: sys.body_pos/body_quat (System.mocap_bodies)
+            if parent != 0:
+                raise self.error(elem, "a mocap body must be a child of the world body")
+            if any(child.tag in ("joint", "freejoint") for child, _, _ in children):
+                raise self.error(elem, "a mocap body cannot have joints")
+            self.mocap.append(bid)
         for child, child_cls, child_frame in children:
             tag = child.tag
             if tag == "body":
@@ -1875,6 +1885,7 @@ class _Loader:
             geom_names=tuple(g["name"] for g in self.geoms),
             site_body=tuple(x["body"] for x in self.sites),
             site_names=tuple(x["name"] for x in self.sites),
+            mocap_bodies=tuple(self.mocap),
             actuator_names=tuple(u["name"] for u in self.actuators),
             solver_iterations=self.iterations,
             disable_contact="contact" in self.disabled,

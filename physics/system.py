@@ -12,6 +12,7 @@ import dataclasses
 import functools
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from physics.mesh import Hull
@@ -321,6 +322,10 @@ class System:
     actuator_slider_crank: tuple[tuple[int, int, int, float], ...] = _static(default=())
     site_body: tuple[int, ...] = _static(default=())
     site_names: tuple[str, ...] = _static(default=())
+    # mocap bodies (children of the world without joints, MuJoCo's mocap="true"): placed by
+    # body_pos/body_quat in the world frame, which a caller replaces to move them, as MuJoCo's
+    # mocap_pos/mocap_quat (`System.with_mocap`)
+    mocap_bodies: tuple[int, ...] = _static(default=())
     solver_iterations: int = _static(default=100)  # <option iterations>: hint for the solver
     cone: str = _static(default="pyramidal")
     impratio: float = _static(default=1.0)
@@ -386,3 +391,24 @@ class System:
     def site_id(self, name: str) -> int:
         """Index of the site called ``name``."""
         return self.site_names.index(name)
+
+    def with_mocap(self, pos: jax.Array | None = None, quat: jax.Array | None = None) -> System:
+        """This model with its mocap bodies moved, as MuJoCo's mocap_pos and mocap_quat:
+        ``pos`` [nmocap, 3] and ``quat`` [nmocap, 4] (w first, normalized here as MuJoCo does)
+        in the world frame, in body order. Traceable: under jit or vmap each world may have
+        its own targets (a weld to a mocap body then drags what it holds)."""
+        ids = np.asarray(self.mocap_bodies, np.int32)
+        body_pos, body_quat = self.body_pos, self.body_quat
+        for name, value, width in (("pos", pos, 3), ("quat", quat, 4)):
+            if value is not None and jnp.shape(value) != (len(ids), width):
+                raise ValueError(
+                    f"mocap {name} must be [{len(ids)}, {width}] for this model's "
+                    f"{len(ids)} mocap bodies, got shape {jnp.shape(value)}"
+                )
+        if pos is not None:
+            body_pos = body_pos.at[ids].set(jnp.asarray(pos, body_pos.dtype))
+        if quat is not None:
+            quat = jnp.asarray(quat, body_quat.dtype)
+            quat = quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)
+            body_quat = body_quat.at[ids].set(quat)
+        return dataclasses.replace(self, body_pos=body_pos, body_quat=body_quat)

@@ -1,4 +1,5 @@
-"""Equality constraints (connect, joint and tendon couplings) against MuJoCo."""
+"""Equality constraints (connect, weld, joint and tendon couplings; a weld to a moving mocap
+body) against MuJoCo."""
 
 import jax
 import jax.numpy as jnp
@@ -265,3 +266,52 @@ def test_site_welds_and_connects_match_mujoco():
     """Sites pulled together from where they start."""
     sys, m = physics.load_mjcf(SITE_WELDS), _mujoco(SITE_WELDS)
     _free_motion_matches_mujoco(sys, m, (3, 10, 15), seed=3)
+
+
+MOCAP = """<mujoco><option timestep="0.002"/><worldbody>
+  <geom type="plane" size="2 2 .1"/>
+  <body name="target" mocap="true" pos="0 0 .6" euler="0 20 0">
+    <geom type="box" size=".05 .05 .05" contype="0" conaffinity="0"/></body>
+  <body name="hand" pos="0 0 .6"><freejoint/><geom type="box" size=".05 .08 .03"/></body>
+  <body name="marker" mocap="true" pos=".3 .2 .02"><geom size=".05"/></body>
+</worldbody>
+<equality><weld body1="hand" body2="target" solref=".02 1"/></equality></mujoco>"""
+
+
+def test_a_weld_to_a_moving_mocap_body_drags_like_mujocos():
+    """Mocap bodies sit where the world frame says and move with System.with_mocap, as
+    MuJoCo's mocap_pos/mocap_quat; a weld to one drags its partner along. A mocap geom
+    resting in the floor makes no contact (neither side has dofs)."""
+    sys, m = physics.load_mjcf(MOCAP), mujoco.MjModel.from_xml_string(MOCAP)
+    assert sys.mocap_bodies == (sys.body_id("target"), sys.body_id("marker"))
+    d = mujoco.MjData(m)
+    step = jax.jit(physics.step, static_argnames="n_substeps")
+    state = physics.init(sys)
+    moved = sys
+    for k in range(20):
+        pos = np.array([[0.2 * np.sin(k / 4), 0.1 * k / 20, 0.6], [0.3, 0.2, 0.02]])
+        quat = np.array([[1.0, 0.1 * k / 20, 0.0, 0.2], [1.0, 0.0, 0.0, 0.0]])
+        d.mocap_pos[:], d.mocap_quat[:] = pos, quat / np.linalg.norm(quat, axis=1, keepdims=True)
+        mujoco.mj_step(m, d, nstep=10)
+        moved = sys.with_mocap(pos, quat)
+        state = step(moved, state, jnp.zeros(0), n_substeps=10)
+    assert np.abs(d.qpos[:3] - [0, 0, 0.6]).max() > 0.05, "the hand should have been dragged"
+    np.testing.assert_allclose(state.q, d.qpos, atol=2e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=2e-3)
+    assert d.ncon == 0 and not np.asarray(state.contact.dist < 0).any()
+    np.testing.assert_allclose(moved.body_pos[sys.mocap_bodies[0]], pos[0], atol=1e-6)
+    with pytest.raises(ValueError, match=r"mocap pos must be \[2, 3\]"):
+        sys.with_mocap(pos[:1])
+
+
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        ('<body mocap="true"><joint/><geom size=".1"/></body>', "cannot have joints"),
+        ('<body><joint/><geom size=".1"/><body mocap="true"/></body>', "child of the world"),
+        ('<body mocap="yes"><geom size=".1"/></body>', "must be true or false"),
+    ],
+)
+def test_malformed_mocap_bodies_are_named(body, needle):
+    with pytest.raises(physics.MJCFError, match=needle):
+        physics.load_mjcf(f"<mujoco><worldbody>{body}</worldbody></mujoco>")
