@@ -299,4 +299,14 @@ def _actuator_dof_force(
     gain = gain[:, 0] + gain[:, 1] * length + gain[:, 2] * velocity
     force = gain * ctrl + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
     force = jnp.clip(force, sys.actuator_forcerange[:, 0], sys.actuator_forcerange[:, 1])
+    for actuators, lo, hi in sys.tendon_actuator_force_limits:
+        # a tendon's total actuator force past its actuatorfrcrange: every actuator on it
+        # scaled by bound / total, as MuJoCo (whose division by a zero total outside the range
+        # gives NaN: those forces are left as they are here)
+        index = np.asarray(actuators)
+        total = jnp.sum(force[index])
+        bound = jnp.clip(total, lo, hi)
+        inside = (total == bound) | (total == 0)
+        scale = jnp.where(inside, 1.0, bound / jnp.where(inside, 1.0, total))
+        force = force.at[index].multiply(scale)
     return tendon.mat_vec(moment.T, sys.actuator_gear * force)

@@ -116,6 +116,24 @@ _EQUALITY_KINDS = {
     "tendon": _EQUALITY | {"tendon1", "tendon2", "polycoef"},
 }
 
+# Attributes of both kinds of tendon (<fixed>, <spatial>).
+_TENDON = {
+    "limited",
+    "range",
+    "stiffness",
+    "damping",
+    "frictionloss",
+    "springlength",
+    "actuatorfrcrange",
+    "actuatorfrclimited",
+    "width",
+    "margin",
+    "solreflimit",
+    "solimplimit",
+    "solreffriction",
+    "solimpfriction",
+} | _VISUAL
+
 # Attributes understood per element; anything else on these elements is an error.
 _KNOWN = {
     "body": {"pos", "childclass", "gravcomp", "mocap", *_ORIENT} | _VISUAL,
@@ -238,12 +256,8 @@ _KNOWN = {
         "alignfree",
         "fitaabb",
     },
-    "fixed": {"limited", "range", "stiffness", "damping", "frictionloss", "springlength"}
-    | _VISUAL
-    | {"width", "margin", "solreflimit", "solimplimit", "solreffriction", "solimpfriction"},
-    "spatial": {"limited", "range", "stiffness", "damping", "frictionloss", "springlength"}
-    | _VISUAL
-    | {"width", "margin", "solreflimit", "solimplimit", "solreffriction", "solimpfriction"},
+    "fixed": _TENDON,
+    "spatial": _TENDON,
     "site": {"type", "size", "pos", "fromto", *_ORIENT} | _VISUAL,
     "exclude": {"name", "body1", "body2"},
     "pair": {
@@ -1239,6 +1253,7 @@ class _Loader:
                         "site": site,
                         "ball_free": ball_free,
                         "slider_crank": slider_crank,
+                        "tendon": a.get("tendon"),
                         "gear": float(gear[0]),
                         "gain": gain,
                         "bias": bias,
@@ -1510,7 +1525,12 @@ class _Loader:
                 if limited and not rng[0] < rng[1]:
                     raise self.error(t, f"a limited tendon needs range lo < hi, got {rng}")
                 if "name" in a:
-                    self.tendons[a["name"]] = {"path": path, "limited": limited, "range": rng}
+                    self.tendons[a["name"]] = {
+                        "path": path,
+                        "limited": limited,
+                        "range": rng,
+                        "actuatorfrcrange": self.actuator_force_range(t, a),
+                    }
                 if limited or frictionloss:
                     self.constrained_tendons.append(
                         {
@@ -1859,6 +1879,11 @@ class _Loader:
                 (i, *u["ball_free"])
                 for i, u in enumerate(self.actuators)
                 if u["ball_free"] is not None
+            ),
+            tendon_actuator_force_limits=tuple(
+                (tuple(i for i, u in enumerate(self.actuators) if u["tendon"] == name), *rng)
+                for name, rng in ((name, t["actuatorfrcrange"]) for name, t in self.tendons.items())
+                if np.isfinite(rng).any() and any(u["tendon"] == name for u in self.actuators)
             ),
             ball_free_springs=tuple(
                 j

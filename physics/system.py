@@ -316,6 +316,11 @@ class System:
     # actuators on ball and free joints: (actuator, joint, gear (6 numbers), whether the gear's
     # rotation axis is in the parent's frame: jointinparent)
     actuator_ball_free: tuple[tuple[int, int, tuple[float, ...], bool], ...] = _static(default=())
+    # tendons with actuatorfrcrange: (the actuators on the tendon, lo, hi) for each; their
+    # forces are scaled together so that their sum stays in [lo, hi]
+    tendon_actuator_force_limits: tuple[tuple[tuple[int, ...], float, float], ...] = _static(
+        default=()
+    )
     # ball and free joints with stiffness (their springs turn on the rotation from qpos_spring)
     ball_free_springs: tuple[int, ...] = _static(default=())
     # slider-crank actuators: (actuator, crank site, slider site, connecting rod's length)

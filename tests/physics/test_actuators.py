@@ -644,3 +644,48 @@ def test_slider_crank_actuators_match_mujoco():
     assert abs(d.qpos[0]) > 0.1, "the crank should turn"
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
     np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
+
+
+TENDON_FORCE_LIMITS = """<mujoco><option timestep="0.002"/><worldbody>
+  <site name="anchor" pos="0 0 1.3"/>
+  <body pos="0 0 1"><joint name="a" axis="0 1 0" damping=".1"/>
+    <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+    <body pos=".3 0 0"><joint name="b" axis="0 1 0" damping=".1"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/><site name="tip" pos=".3 0 0"/>
+    </body></body></worldbody>
+  <tendon>
+    <fixed name="pair" actuatorfrcrange="-1 .5"><joint joint="a" coef="1"/>
+      <joint joint="b" coef="-2"/></fixed>
+    <spatial name="cable" actuatorfrclimited="true" actuatorfrcrange="0 2">
+      <site site="anchor"/><site site="tip"/></spatial>
+    <fixed name="free" actuatorfrcrange="-1 1" actuatorfrclimited="false">
+      <joint joint="b" coef="1"/></fixed>
+  </tendon>
+  <actuator><motor tendon="pair" gear="2"/><motor tendon="pair"/><motor tendon="cable"/>
+    <position tendon="free" kp="3"/><motor joint="a"/></actuator></mujoco>"""
+
+
+def test_a_tendons_actuator_force_range_scales_its_actuators_as_mujoco():
+    """A tendon's actuatorfrcrange bounds the sum of its actuators' forces: past it, each is
+    scaled by bound / sum (the gear applies after); actuatorfrclimited="false" turns it off."""
+    m = mujoco.MjModel.from_xml_string(TENDON_FORCE_LIMITS)
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(TENDON_FORCE_LIMITS)
+    assert [r[0] for r in sys.tendon_actuator_force_limits] == [(0, 1), (2,)]
+    forces = jax.jit(
+        lambda q, qd, u: dynamics.actuator_force(sys, physics.forward_kinematics(sys, q), q, qd, u)
+    )
+    rng = np.random.default_rng(0)
+    scaled = 0
+    for _ in range(20):
+        d.qpos[:], d.qvel[:], d.ctrl[:] = rng.normal(size=2), rng.normal(size=2), rng.normal(size=5)
+        mujoco.mj_forward(m, d)
+        scaled += not np.allclose(d.actuator_force[:3], d.ctrl[:3])
+        qfrc = forces(*(jnp.asarray(x, jnp.float32) for x in (d.qpos, d.qvel, d.ctrl)))
+        np.testing.assert_allclose(qfrc, d.qfrc_actuator, rtol=1e-5, atol=1e-5)
+    assert scaled > 5, scaled
+    mujoco.mj_resetData(m, d)
+    controls = [np.array([0.8, -0.3, 3.0, 0.5, np.sin(i)]) for i in range(20)]
+    state = drive_alongside(sys, m, d, controls, substeps=10)
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
