@@ -16,6 +16,11 @@ XLA reads XLA_FLAGS once, when the first backend starts, so importing `physics` 
 import is this module) applies them. XLA aborts the process on a flag it does not know, and
 jaxlib 0.11 removed the fusion-emitter switch (its MLIR emitters are the only ones), so each
 flag is added only for the jaxlib versions that have it.
+
+Importing `physics` also warns when JAX_DISABLE_MOST_OPTIMIZATIONS is set: at XLA's backend
+level 0, with these flags and jaxlib 0.10.2, the constraint solver's Newton loop is miscompiled
+(measured: correct at level 0 only with the MLIR emitters or the concurrency-optimized
+scheduler, which the flags above turn off for the reasons given).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import importlib.metadata
 import importlib.util
 import os
 import re
+import warnings
 
 _ACCELERATOR_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin", "libtpu")
 # each flag with the first jaxlib (major, minor) whose XLA no longer knows it, or None
@@ -72,4 +78,25 @@ def add_cpu_xla_flags(environ: os._Environ | dict = os.environ) -> None:
         environ["XLA_FLAGS"] = " ".join([flags, *missing]).strip()
 
 
+_TRUE = ("1", "true", "t", "yes", "y", "on")  # what JAX's bool_env reads as true
+
+
+def warn_level_zero(environ: os._Environ | dict = os.environ) -> None:
+    """Warns when JAX_DISABLE_MOST_OPTIMIZATIONS asks XLA:CPU for its backend optimization
+    level 0: there jaxlib 0.10.2 miscompiles the constraint solver's Newton loop (its LAPACK
+    Cholesky inside a fori_loop leaves the first iteration's carry wrong), so contact and limit
+    forces come out wrong without any error (docs/design.md, "Test suite")."""
+    if accelerator_available():
+        return
+    if environ.get("JAX_DISABLE_MOST_OPTIMIZATIONS", "").strip().lower() in _TRUE:
+        warnings.warn(
+            "JAX_DISABLE_MOST_OPTIMIZATIONS is set: XLA:CPU at optimization level 0 "
+            "miscompiles physics' constraint solver (seen with jaxlib 0.10.2; contact and "
+            "limit forces come out wrong); unset it to simulate",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
 add_cpu_xla_flags()
+warn_level_zero()

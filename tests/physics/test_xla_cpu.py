@@ -7,9 +7,12 @@ That they prevent the deadlock is shown by test_dynamics_vs_mujoco's batch-512 s
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
-from physics.xla_cpu import CPU_XLA_FLAGS, add_cpu_xla_flags, cpu_xla_flags
+import pytest
+
+from physics.xla_cpu import CPU_XLA_FLAGS, add_cpu_xla_flags, cpu_xla_flags, warn_level_zero
 
 
 def test_flags_are_added_once_and_keep_the_users_choice(monkeypatch):
@@ -58,3 +61,15 @@ def test_the_installed_xla_accepts_the_flags():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == list(CPU_XLA_FLAGS)
+
+
+def test_level_zero_is_warned_of_on_the_cpu(monkeypatch):
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    with pytest.warns(RuntimeWarning, match="miscompiles physics' constraint solver"):
+        warn_level_zero({"JAX_DISABLE_MOST_OPTIMIZATIONS": "true"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_level_zero({"JAX_DISABLE_MOST_OPTIMIZATIONS": "0"})
+        warn_level_zero({})
+        monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+        warn_level_zero({"JAX_DISABLE_MOST_OPTIMIZATIONS": "1"})
