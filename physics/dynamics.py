@@ -19,7 +19,8 @@ from physics.system import JNT_FREE, JNT_HINGE, JNT_SLIDE, System
 @math.jit_when_eager  # load-time callers (dampratio, eq_data, spring lengths)
 @math.full_precision
 def mass_matrix(sys: System, kin: Kinematics) -> jax.Array:
-    """Joint-space inertia M [nv, nv] including armature (MuJoCo's qM / mj_fullM).
+    """Joint-space inertia M [nv, nv] including the joints' and fixed tendons' armature
+    (MuJoCo's qM / mj_fullM).
 
     Composite rigid body algorithm: Ic[b] is the summed spatial inertia of b's subtree, and
     M[i, j] = cdof_i . Ic[body(j)] cdof_j for dof i on the path from dof j to the root.
@@ -29,7 +30,13 @@ def mass_matrix(sys: System, kin: Kinematics) -> jax.Array:
     f = math.mat_vec(ic[topo.dof_body], kin.cdof)  # Ic cdof per dof
     upper = (kin.cdof @ f.T) * jnp.asarray(topo.dof_ancestor)  # one [nv, 6] x [6, nv] dot
     m = upper + upper.T - jnp.diag(jnp.diag(upper))
-    return m + jnp.diag(sys.dof_armature)
+    m = m + jnp.diag(sys.dof_armature)
+    if sys.armature_tendons:  # fixed tendons: J is constant (numpy), q is not read for it
+        _, jac = tendon.lengths_and_jacobian(sys, kin, sys.qpos0, sys.armature_tendons)
+        jac = jnp.asarray(jac, m.dtype)
+        pattern = np.maximum(topo.dof_ancestor, topo.dof_ancestor.T)
+        m = m + jnp.einsum("t,ti,tj->ij", sys.tendon_armature, jac, jac) * pattern
+    return m
 
 
 def velocity_product_acceleration(sys: System, kin: Kinematics, qd: jax.Array) -> jax.Array:

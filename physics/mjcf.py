@@ -124,6 +124,7 @@ _TENDON = {
     "damping",
     "frictionloss",
     "springlength",
+    "armature",
     "actuatorfrcrange",
     "actuatorfrclimited",
     "width",
@@ -486,6 +487,7 @@ class _Loader:
         self.mocap: list[int] = []  # bodies with mocap="true"
         self.tendons: dict[str, dict] = {}  # name -> path, limited, range
         self.spring_tendons: list[dict] = []  # tendons with a spring or damper
+        self.armature_tendons: list[dict] = []  # fixed tendons with armature
         self.constrained_tendons: list[dict] = []  # tendons with a limit or friction loss
         self.excludes: list[tuple[str, str, ET.Element]] = []
         self.pairs: list[dict] = []  # <contact><pair>: explicit geom pairs and their parameters
@@ -1524,6 +1526,15 @@ class _Loader:
                 rng = self.get_floats(t, a, "range", [0.0, 0.0], 2) if limited else [0, 0]
                 if limited and not rng[0] < rng[1]:
                     raise self.error(t, f"a limited tendon needs range lo < hi, got {rng}")
+                armature = float(a.get("armature", 0))
+                if armature < 0:
+                    raise self.error(t, f"tendon armature must be >= 0, got {armature}")
+                if armature and t.tag == "spatial":
+                    # MuJoCo adds a bias force J^T armature (dJ/dt . qvel) that needs J's
+                    # time derivative; a fixed tendon's J is constant
+                    raise self.error(t, "armature on a spatial tendon is not supported")
+                if armature:
+                    self.armature_tendons.append({"path": path, "armature": armature})
                 if "name" in a:
                     self.tendons[a["name"]] = {
                         "path": path,
@@ -1836,6 +1847,9 @@ class _Loader:
             tendon_stiffness=tf("stiffness", ()),
             tendon_damping=tf("damping", ()),
             tendon_lengthspring=floats([t["lengthspring"] or [0.0, 0.0] for t in tendons], (nt, 2)),
+            tendon_armature=floats(
+                [t["armature"] for t in self.armature_tendons], (len(self.armature_tendons),)
+            ),
             actuator_gear=af("gear", ()),
             actuator_gain=af("gain", (3,)),
             actuator_bias=af("bias", (3,)),
@@ -1898,6 +1912,7 @@ class _Loader:
             actuator_dyntype=tuple(u["dyntype"] for u in self.actuators),
             actuator_actearly=tuple(u["actearly"] for u in self.actuators),
             spring_tendons=tuple(t["path"] for t in self.spring_tendons),
+            armature_tendons=tuple(t["path"] for t in self.armature_tendons),
             constrained_tendons=tuple(t["path"] for t in ctens),
             tendon_limited=tuple(t["limited"] for t in ctens),
             tendon_friction=tuple(i for i, t in enumerate(ctens) if t["frictionloss"] > 0),

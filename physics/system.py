@@ -231,6 +231,9 @@ class System:
     tendon_stiffness: jax.Array  # [nten]
     tendon_damping: jax.Array  # [nten]
     tendon_lengthspring: jax.Array  # [nten, 2]
+    # fixed tendons with armature (armature_tendons): inertia armature * J^T J in M, on M's
+    # sparsity (ancestor pairs), as MuJoCo's mj_tendonArmature
+    tendon_armature: jax.Array  # [nta]
     # tendons with a limit or friction loss (constrained_tendons): constraint rows
     tendon_range: jax.Array  # [ntc, 2] (where limited)
     tendon_margin: jax.Array  # [ntc]
@@ -321,6 +324,7 @@ class System:
     tendon_actuator_force_limits: tuple[tuple[tuple[int, ...], float, float], ...] = _static(
         default=()
     )
+    armature_tendons: tuple[TendonPath, ...] = _static(default=())  # see tendon_armature
     # ball and free joints with stiffness (their springs turn on the rotation from qpos_spring)
     ball_free_springs: tuple[int, ...] = _static(default=())
     # slider-crank actuators: (actuator, crank site, slider site, connecting rod's length)

@@ -1,6 +1,7 @@
 """Actuators against MuJoCo: motor, position, velocity and general (affine) on hinge, slide,
 ball and free joints, on fixed tendons, sites and slider-cranks, with gears, control and force
-clipping, inheritrange and class defaults; fixed-tendon springs (with a deadband) and dampers."""
+clipping, inheritrange and class defaults; fixed-tendon springs (with a deadband), dampers
+and armature; tendon actuator force ranges."""
 
 import dataclasses
 
@@ -689,3 +690,43 @@ def test_a_tendons_actuator_force_range_scales_its_actuators_as_mujoco():
     state = drive_alongside(sys, m, d, controls, substeps=10)
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
     np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
+
+
+TENDON_ARMATURE = """<mujoco><option timestep="0.002"/><worldbody>
+  <body pos="0 0 1"><joint name="a" axis="0 1 0" damping=".05"/>
+    <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+    <body pos=".3 0 0"><joint name="c" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/></body></body>
+  <body pos="1 0 1"><joint name="b" axis="1 0 0"/>
+    <geom type="capsule" fromto="0 0 0 0 .3 0" size=".03"/></body></worldbody>
+  <tendon><fixed name="geared" armature=".2"><joint joint="a" coef="1"/><joint joint="c" coef=".5"/>
+    <joint joint="b" coef="-3"/></fixed></tendon>
+  <actuator><motor tendon="geared"/><motor joint="c"/></actuator></mujoco>"""
+
+
+def test_fixed_tendon_armature_matches_mujocos_inertia():
+    """A fixed tendon's armature adds armature * J^T J to M, on M's sparsity only (joints on
+    different branches stay uncoupled in M, as MuJoCo's mj_tendonArmature leaves them)."""
+    m = mujoco.MjModel.from_xml_string(TENDON_ARMATURE)
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(TENDON_ARMATURE)
+    mass = jax.jit(lambda q: dynamics.mass_matrix(sys, physics.forward_kinematics(sys, q)))
+    rng = np.random.default_rng(0)
+    full = np.zeros((m.nv, m.nv))
+    for _ in range(3):
+        d.qpos[:] = rng.normal(size=m.nq)
+        mujoco.mj_forward(m, d)
+        mujoco.mj_fullM(m, d, full)
+        np.testing.assert_allclose(mass(jnp.asarray(d.qpos, jnp.float32)), full, atol=1e-5)
+    assert full[0, 2] == 0 and full[2, 2] > 9 * 0.2  # (dofs a, c, b) a-b uncoupled; b: 0.2 * 3^2
+    mujoco.mj_resetData(m, d)
+    controls = [np.array([np.sin(i / 3), 0.2]) for i in range(20)]
+    state = drive_alongside(sys, m, d, controls, substeps=10)
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
+    with pytest.raises(physics.MJCFError, match="armature on a spatial tendon"):
+        physics.load_mjcf(
+            '<mujoco><worldbody><site name="s"/><body><joint/><geom size=".1"/>'
+            '<site name="t" pos="1 0 0"/></body></worldbody><tendon><spatial armature="1">'
+            '<site site="s"/><site site="t"/></spatial></tendon></mujoco>'
+        )
