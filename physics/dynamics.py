@@ -19,8 +19,8 @@ from physics.system import JNT_FREE, JNT_HINGE, JNT_SLIDE, System
 @math.jit_when_eager  # load-time callers (dampratio, eq_data, spring lengths)
 @math.full_precision
 def mass_matrix(sys: System, kin: Kinematics) -> jax.Array:
-    """Joint-space inertia M [nv, nv] including the joints' and fixed tendons' armature
-    (MuJoCo's qM / mj_fullM).
+    """Joint-space inertia M [nv, nv] including the joints' and tendons' armature (MuJoCo's
+    qM / mj_fullM).
 
     Composite rigid body algorithm: Ic[b] is the summed spatial inertia of b's subtree, and
     M[i, j] = cdof_i . Ic[body(j)] cdof_j for dof i on the path from dof j to the root.
@@ -31,12 +31,31 @@ def mass_matrix(sys: System, kin: Kinematics) -> jax.Array:
     upper = (kin.cdof @ f.T) * jnp.asarray(topo.dof_ancestor)  # one [nv, 6] x [6, nv] dot
     m = upper + upper.T - jnp.diag(jnp.diag(upper))
     m = m + jnp.diag(sys.dof_armature)
-    if sys.armature_tendons:  # fixed tendons: J is constant (numpy), q is not read for it
+    if sys.armature_tendons:  # (J does not read q; only the discarded length does)
         _, jac = tendon.lengths_and_jacobian(sys, kin, sys.qpos0, sys.armature_tendons)
         jac = jnp.asarray(jac, m.dtype)
         pattern = np.maximum(topo.dof_ancestor, topo.dof_ancestor.T)
         m = m + jnp.einsum("t,ti,tj->ij", sys.tendon_armature, jac, jac) * pattern
     return m
+
+
+def tendon_armature_bias(sys: System, q: jax.Array, qd: jax.Array) -> jax.Array:
+    """[nv] the bias force of the tendons' armature, J^T armature (dJ/dt qd), as MuJoCo's
+    mj_tendonBias adds to qfrc_bias (0 for a fixed tendon, whose J is constant); dJ/dt is
+    taken along the motion, q advanced by qd."""
+
+    def tendon_velocity(t: jax.Array) -> jax.Array:
+        moved = kinematics.integrate_position(sys, q, qd, t)
+        kin = kinematics.forward_kinematics(sys, moved)
+        _, jac = tendon.lengths_and_jacobian(sys, kin, moved, sys.armature_tendons)
+        return tendon.mat_vec(jac, qd)
+
+    zero = jnp.zeros((), qd.dtype)
+    _, jdot_qd = jax.jvp(tendon_velocity, (zero,), (jnp.ones_like(zero),))
+    _, jac = tendon.lengths_and_jacobian(
+        sys, kinematics.forward_kinematics(sys, q), q, sys.armature_tendons
+    )
+    return tendon.mat_vec(jnp.asarray(jac, qd.dtype).T, sys.tendon_armature * jdot_qd)
 
 
 def velocity_product_acceleration(sys: System, kin: Kinematics, qd: jax.Array) -> jax.Array:

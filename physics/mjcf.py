@@ -1529,10 +1529,6 @@ class _Loader:
                 armature = float(a.get("armature", 0))
                 if armature < 0:
                     raise self.error(t, f"tendon armature must be >= 0, got {armature}")
-                if armature and t.tag == "spatial":
-                    # MuJoCo adds a bias force J^T armature (dJ/dt . qvel) that needs J's
-                    # time derivative; a fixed tendon's J is constant
-                    raise self.error(t, "armature on a spatial tendon is not supported")
                 if armature:
                     self.armature_tendons.append({"path": path, "armature": armature})
                 if "name" in a:

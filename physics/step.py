@@ -117,6 +117,8 @@ def init(sys: System, q: jax.Array | None = None, qd: jax.Array | None = None) -
 def smooth_force(sys: System, state: State, ctrl: jax.Array) -> jax.Array:
     """qfrc_smooth = passive + actuator - bias (all forces but constraints)."""
     bias = dynamics.bias_force(sys, state.kin, state.cvel, state.qd)
+    if any(segments for _, segments in sys.armature_tendons):  # static: spatial tendons only
+        bias = bias + dynamics.tendon_armature_bias(sys, state.q, state.qd)
     passive = dynamics.passive_force(sys, state.kin, state.q, state.qd)
     if sys.fluid:  # static: models without a medium trace nothing more
         passive = passive + fluid.fluid_force(sys, state.kin, state.cvel)

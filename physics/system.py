@@ -231,8 +231,8 @@ class System:
     tendon_stiffness: jax.Array  # [nten]
     tendon_damping: jax.Array  # [nten]
     tendon_lengthspring: jax.Array  # [nten, 2]
-    # fixed tendons with armature (armature_tendons): inertia armature * J^T J in M, on M's
-    # sparsity (ancestor pairs), as MuJoCo's mj_tendonArmature
+    # tendons with armature (armature_tendons): inertia armature * J^T J in M, on M's sparsity
+    # (ancestor pairs), as MuJoCo's mj_tendonArmature, and the bias J^T armature (dJ/dt qd)
     tendon_armature: jax.Array  # [nta]
     # tendons with a limit or friction loss (constrained_tendons): constraint rows
     tendon_range: jax.Array  # [ntc, 2] (where limited)

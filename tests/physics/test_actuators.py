@@ -14,6 +14,7 @@ from mujoco_parity import drive_alongside
 
 import physics
 from physics import dynamics
+from physics.step import smooth_force
 
 ACTUATORS_XML = """
 <mujoco>
@@ -693,40 +694,49 @@ def test_a_tendons_actuator_force_range_scales_its_actuators_as_mujoco():
 
 
 TENDON_ARMATURE = """<mujoco><option timestep="0.002"/><worldbody>
+  <site name="anchor" pos=".2 .1 1.4"/>
   <body pos="0 0 1"><joint name="a" axis="0 1 0" damping=".05"/>
     <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
     <body pos=".3 0 0"><joint name="c" axis="0 1 0"/>
-      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/></body></body>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/><site name="tip" pos=".3 0 0"/>
+    </body></body>
   <body pos="1 0 1"><joint name="b" axis="1 0 0"/>
     <geom type="capsule" fromto="0 0 0 0 .3 0" size=".03"/></body></worldbody>
   <tendon><fixed name="geared" armature=".2"><joint joint="a" coef="1"/><joint joint="c" coef=".5"/>
-    <joint joint="b" coef="-3"/></fixed></tendon>
+    <joint joint="b" coef="-3"/></fixed>
+    <spatial armature=".5"><site site="anchor"/><site site="tip"/></spatial></tendon>
   <actuator><motor tendon="geared"/><motor joint="c"/></actuator></mujoco>"""
 
 
-def test_fixed_tendon_armature_matches_mujocos_inertia():
-    """A fixed tendon's armature adds armature * J^T J to M, on M's sparsity only (joints on
-    different branches stay uncoupled in M, as MuJoCo's mj_tendonArmature leaves them)."""
+def test_tendon_armature_matches_mujocos_inertia_and_bias():
+    """A tendon's armature adds armature * J^T J to M, on M's sparsity only (joints on
+    different branches stay uncoupled in M, as MuJoCo's mj_tendonArmature leaves them), and
+    a spatial tendon's the bias J^T armature (dJ/dt qd) (mj_tendonBias)."""
     m = mujoco.MjModel.from_xml_string(TENDON_ARMATURE)
     d = mujoco.MjData(m)
     sys = physics.load_mjcf(TENDON_ARMATURE)
-    mass = jax.jit(lambda q: dynamics.mass_matrix(sys, physics.forward_kinematics(sys, q)))
+
+    @jax.jit
+    def mass_and_smooth(q: jax.Array, qd: jax.Array, ctrl: jax.Array) -> tuple:
+        state = physics.init(sys, q, qd)
+        return dynamics.mass_matrix(sys, state.kin), smooth_force(sys, state, ctrl)
+
     rng = np.random.default_rng(0)
     full = np.zeros((m.nv, m.nv))
-    for _ in range(3):
-        d.qpos[:] = rng.normal(size=m.nq)
+    for _ in range(5):
+        d.qpos[:], d.qvel[:], d.ctrl[:] = rng.normal(size=3), 2 * rng.normal(size=3), [0.3, -0.2]
         mujoco.mj_forward(m, d)
         mujoco.mj_fullM(m, d, full)
-        np.testing.assert_allclose(mass(jnp.asarray(d.qpos, jnp.float32)), full, atol=1e-5)
+        mass, smooth = mass_and_smooth(
+            *(jnp.asarray(x, jnp.float32) for x in (d.qpos, d.qvel, d.ctrl))
+        )
+        np.testing.assert_allclose(mass, full, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(smooth, d.qfrc_smooth, rtol=1e-4, atol=1e-4)
     assert full[0, 2] == 0 and full[2, 2] > 9 * 0.2  # (dofs a, c, b) a-b uncoupled; b: 0.2 * 3^2
     mujoco.mj_resetData(m, d)
     controls = [np.array([np.sin(i / 3), 0.2]) for i in range(20)]
     state = drive_alongside(sys, m, d, controls, substeps=10)
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
     np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
-    with pytest.raises(physics.MJCFError, match="armature on a spatial tendon"):
-        physics.load_mjcf(
-            '<mujoco><worldbody><site name="s"/><body><joint/><geom size=".1"/>'
-            '<site name="t" pos="1 0 0"/></body></worldbody><tendon><spatial armature="1">'
-            '<site site="s"/><site site="t"/></spatial></tendon></mujoco>'
-        )
+    with pytest.raises(physics.MJCFError, match="tendon armature must be >= 0"):
+        physics.load_mjcf(TENDON_ARMATURE.replace('armature=".5"', 'armature="-1"'))
