@@ -44,18 +44,17 @@ def tendon_armature_bias(sys: System, q: jax.Array, qd: jax.Array) -> jax.Array:
     mj_tendonBias adds to qfrc_bias (0 for a fixed tendon, whose J is constant); dJ/dt is
     taken along the motion, q advanced by qd."""
 
-    def tendon_velocity(t: jax.Array) -> jax.Array:
+    def tendon_velocity(t: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(J qd, J) at q advanced by qd over t."""
         moved = kinematics.integrate_position(sys, q, qd, t)
         kin = kinematics.forward_kinematics(sys, moved)
         _, jac = tendon.lengths_and_jacobian(sys, kin, moved, sys.armature_tendons)
-        return tendon.mat_vec(jac, qd)
+        jac = jnp.asarray(jac, qd.dtype)
+        return tendon.mat_vec(jac, qd), jac
 
     zero = jnp.zeros((), qd.dtype)
-    _, jdot_qd = jax.jvp(tendon_velocity, (zero,), (jnp.ones_like(zero),))
-    _, jac = tendon.lengths_and_jacobian(
-        sys, kinematics.forward_kinematics(sys, q), q, sys.armature_tendons
-    )
-    return tendon.mat_vec(jnp.asarray(jac, qd.dtype).T, sys.tendon_armature * jdot_qd)
+    _, jdot_qd, jac = jax.jvp(tendon_velocity, (zero,), (jnp.ones_like(zero),), has_aux=True)
+    return tendon.mat_vec(jac.T, sys.tendon_armature * jdot_qd)
 
 
 def velocity_product_acceleration(sys: System, kin: Kinematics, qd: jax.Array) -> jax.Array:
@@ -111,9 +110,9 @@ def passive_force(sys: System, kin: Kinematics, q: jax.Array, qd: jax.Array) -> 
         qa, da = topo.jnt_qposadr[scalar], topo.jnt_dofadr[scalar]
         spring = -sys.jnt_stiffness[scalar] * (q[qa] - sys.qpos_spring[qa])
         force = force.at[da].add(spring)
+    offset = q - sys.qpos_spring
     for j in sys.ball_free_springs:
         qa, da = int(topo.jnt_qposadr[j]), int(topo.jnt_dofadr[j])
-        offset = q - sys.qpos_spring
         if jt[j] == JNT_FREE:
             force = force.at[da : da + 3].add(-sys.jnt_stiffness[j] * offset[qa : qa + 3])
             qa, da = qa + 3, da + 3

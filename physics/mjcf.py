@@ -487,7 +487,7 @@ class _Loader:
         self.mocap: list[int] = []  # bodies with mocap="true"
         self.tendons: dict[str, dict] = {}  # name -> path, limited, range
         self.spring_tendons: list[dict] = []  # tendons with a spring or damper
-        self.armature_tendons: list[dict] = []  # fixed tendons with armature
+        self.armature_tendons: list[dict] = []  # tendons with armature
         self.constrained_tendons: list[dict] = []  # tendons with a limit or friction loss
         self.excludes: list[tuple[str, str, ET.Element]] = []
         self.pairs: list[dict] = []  # <contact><pair>: explicit geom pairs and their parameters
@@ -1308,6 +1308,16 @@ class _Loader:
         ):
             raise self.error(m, "a damper needs a ctrlrange of non-negative values")
 
+    def tendon_actuator_force_limits(self) -> tuple[tuple[tuple[int, ...], float, float], ...]:
+        """(the actuators on it, lo, hi) of each actuated tendon with an actuatorfrcrange."""
+        limits = []
+        for name, t in self.tendons.items():
+            on_tendon = tuple(i for i, u in enumerate(self.actuators) if u["tendon"] == name)
+            lo, hi = (float(x) for x in t["actuatorfrcrange"])
+            if on_tendon and np.isfinite([lo, hi]).any():
+                limits.append((on_tendon, lo, hi))
+        return tuple(limits)
+
     def references(
         self, e: ET.Element, a: dict, keys: tuple[str, ...], names: list[str], who: str, kind: str
     ) -> list[int]:
@@ -1890,11 +1900,7 @@ class _Loader:
                 for i, u in enumerate(self.actuators)
                 if u["ball_free"] is not None
             ),
-            tendon_actuator_force_limits=tuple(
-                (tuple(i for i, u in enumerate(self.actuators) if u["tendon"] == name), *rng)
-                for name, rng in ((name, t["actuatorfrcrange"]) for name, t in self.tendons.items())
-                if np.isfinite(rng).any() and any(u["tendon"] == name for u in self.actuators)
-            ),
+            tendon_actuator_force_limits=self.tendon_actuator_force_limits(),
             ball_free_springs=tuple(
                 j
                 for j, joint in enumerate(self.joints)
