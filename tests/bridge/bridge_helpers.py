@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def child_env() -> dict[str, str]:
-    """The environment for a child process, read at its start: a test's settings (e.g.
-    tests/conftest.py's XLA optimization for `slow` tests) reach it."""
+    """The environment for a child process, read at its start, so that a test's own settings
+    (variables it sets with monkeypatch) reach it."""
     return {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
 
 
