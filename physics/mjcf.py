@@ -11,12 +11,12 @@ integrator/filter activation) on joints, tendons or sites, ``include`` files, ``
 elements, ``option`` timestep/gravity/flags and a medium's density/viscosity/wind (MuJoCo's
 inertia-box fluid model), the pyramidal or elliptic friction cone (contacts of condim 1, 3, 4
 and 6), ``default`` classes with ``childclass``, ``contact/exclude`` and explicit
-``contact/pair`` elements, sites, fixed tendons and spatial tendons (through sites and pulleys)
-with springs, dampers, limits and friction loss, and ``equality`` connect and weld (by bodies or
-sites), joint and tendon couplings. Purely visual or bookkeeping content (rgba, materials,
-textures, cameras, lights, sensors, keyframes, ...) is skipped. Anything else that would change
-the dynamics raises :class:`MJCFError` naming it and the file, so a model never silently behaves
-differently from MuJoCo.
+``contact/pair`` elements, sites, fixed tendons and spatial tendons (through sites and pulleys,
+and around spheres and cylinders) with springs, dampers, limits and friction loss, and
+``equality`` connect and weld (by bodies or sites), joint and tendon couplings. Purely visual
+or bookkeeping content (rgba, materials, textures, cameras, lights, sensors, keyframes, ...) is
+skipped. Anything else that would change the dynamics raises :class:`MJCFError` naming it and
+the file, so a model never silently behaves differently from MuJoCo.
 
 ``option integrator`` is honoured: Euler (semi-implicit, implicit joint damping), RK4,
 implicit and implicitfast, each as MuJoCo integrates (:mod:`physics.step`).
@@ -1539,6 +1539,10 @@ class _Loader:
                 armature = float(a.get("armature", 0))
                 if armature < 0:
                     raise self.error(t, f"tendon armature must be >= 0, got {armature}")
+                if armature and any(seg[3] >= 0 for seg in path[1]):
+                    raise self.error(  # (MuJoCo's mj_tendonDot stops there: unsupported)
+                        t, "armature on a tendon that wraps a geom is not supported"
+                    )
                 if armature:
                     self.armature_tendons.append({"path": path, "armature": armature})
                 if "name" in a:
@@ -1597,35 +1601,46 @@ class _Loader:
         return tuple(pairs), ()
 
     def spatial_path(self, t: ET.Element) -> S.TendonPath:
-        """A <spatial> tendon's (site a, site b, 1/divisor) segments: consecutive sites of
-        each branch (a <pulley divisor> starts a new branch, its segments scaled by 1/divisor),
-        as MuJoCo's mj_tendon measures them."""
-        names = [site["name"] for site in self.sites]
-        segments, scale, previous, branch_sites = [], 1.0, None, 0
+        """A <spatial> tendon's (site a, site b, 1/divisor, geom, side site) segments:
+        consecutive sites of each branch (a <pulley divisor> starts a new branch, its segments
+        scaled by 1/divisor), with the sphere or cylinder a <geom> between two sites names
+        (-1: none) and its sidesite (-1: none), as MuJoCo's mj_tendon measures them."""
+        sites = [site["name"] for site in self.sites]
+        geoms = [g["name"] for g in self.geoms]
+        segments, scale, previous, branch_sites, around = [], 1.0, None, 0, None
         for e in t:
             if e.tag == "site":
                 self.check_known(e, e.attrib, {"site"})
-                if not e.get("site") or e.get("site") not in names:
-                    raise self.error(e, f"unknown site {e.get('site')!r}")
-                sid = names.index(e.get("site"))
+                (sid,) = self.references(e, e.attrib, ("site",), sites, "<site>", "site")
                 if previous is not None:
-                    segments.append((previous, sid, scale))
-                previous, branch_sites = sid, branch_sites + 1
+                    segments.append((previous, sid, scale, *(around or (-1, -1))))
+                previous, branch_sites, around = sid, branch_sites + 1, None
             elif e.tag == "pulley":
                 self.check_known(e, e.attrib, {"divisor"})
                 divisor = float(e.get("divisor", 0))
                 if divisor <= 0:
                     raise self.error(e, f"a pulley needs divisor > 0, got {divisor}")
+                if around is not None:
+                    raise self.error(t, "a wrapping <geom> must lie between two sites")
                 if segments and branch_sites < 2 or not segments and branch_sites == 1:
                     # (a tendon may start with a pulley: it scales the first branch)
                     raise self.error(t, "each branch of a spatial tendon needs two sites")
                 scale, previous, branch_sites = 1.0 / divisor, None, 0
             elif e.tag == "geom":
-                raise self.error(
-                    e, "spatial tendons wrapping around geoms are not supported (sites only)"
-                )
+                self.check_known(e, e.attrib, {"geom", "sidesite"})
+                (gid,) = self.references(e, e.attrib, ("geom",), geoms, "<geom>", "geom")
+                if previous is None or around is not None:
+                    raise self.error(e, "a wrapping <geom> must lie between two sites")
+                if self.geoms[gid]["type"] not in (S.GEOM_SPHERE, S.GEOM_CYLINDER):
+                    raise self.error(e, "a tendon can wrap a sphere or a cylinder only")
+                side = -1
+                if "sidesite" in e.attrib:
+                    (side,) = self.references(e, e.attrib, ("sidesite",), sites, "", "site")
+                around = (gid, side)
             else:
                 raise self.error(e, f"unsupported element <{e.tag}> in a spatial tendon")
+        if around is not None:
+            raise self.error(t, "a wrapping <geom> must lie between two sites")
         if branch_sites < 2:
             raise self.error(t, "each branch of a spatial tendon needs two sites")
         return (), tuple(segments)

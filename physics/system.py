@@ -142,10 +142,12 @@ class Topology:
         return max([self.jnt_body.count(b) for b in range(self.nbody)] + [0])
 
 
-TendonPath = tuple[tuple[tuple[int, float], ...], tuple[tuple[int, int, float], ...]]
+TendonPath = tuple[tuple[tuple[int, float], ...], tuple[tuple[int, int, float, int, int], ...]]
 """A tendon's length terms: its (joint, coef) pairs (a fixed tendon: sum of coef q; a joint
-is ((j, 1.0),)) and its straight (site a, site b, scale) segments (a spatial tendon: sum of
-scale |x_b - x_a|, scale 1/divisor of the pulley branch); see physics.tendon."""
+is ((j, 1.0),)) and its (site a, site b, scale, geom, side site) segments (a spatial tendon:
+sum of scale |x_b - x_a|, scale 1/divisor of the pulley branch; where geom >= 0, the path
+from a to b over that sphere or cylinder, kept on side site's side where side >= 0); see
+physics.tendon."""
 NO_TENDON: TendonPath = ((), ())
 """The empty path (length 0): the missing second object of a one-sided coupling."""
 

@@ -23,6 +23,16 @@ def constraint_force_at(
     return physics.constraint_force(sys, state, mass, smooth_force(sys, state, ctrl))
 
 
+def assert_constraint_force_matches(sys: physics.System, d: mujoco.MjData) -> set[int]:
+    """Check our qfrc_constraint at MuJoCo's state d (after mj_forward, under d.ctrl) against
+    MuJoCo's, to 2e-4 of its largest entry (or 2e-4); returns the kinds (mjtConstraint) of
+    MuJoCo's constraint rows there."""
+    expected = d.qfrc_constraint
+    got = constraint_force_at(sys, d.qpos, d.qvel, d.ctrl)
+    np.testing.assert_allclose(got, expected, atol=2e-4 * max(np.abs(expected).max(), 1))
+    return set(d.efc_type.tolist())
+
+
 _step = jax.jit(physics.step, static_argnames="n_substeps")
 
 

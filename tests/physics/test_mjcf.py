@@ -239,13 +239,12 @@ def test_unsupported_sections_raise_with_file_name(tmp_path):
     path.write_text('<mujoco><worldbody/><equality><weld body1="a"/></equality></mujoco>')
     with pytest.raises(physics.MJCFError, match=r"m\.xml.*<weld>: unknown body 'a'"):
         physics.load_mjcf(path)
-    wrapping_tendon = (
-        '<mujoco><worldbody><site name="s"/><body><joint name="a"/><geom name="g" size="1"/>'
-        '</body></worldbody><tendon><spatial name="cable"><site site="s"/><geom geom="g"/>'
-        "</spatial></tendon></mujoco>"
+    muscle = (
+        '<mujoco><worldbody><body><joint name="a"/><geom size="1"/></body></worldbody>'
+        '<actuator><muscle joint="a"/></actuator></mujoco>'
     )
-    with pytest.raises(physics.MJCFError, match="wrapping around geoms are not supported"):
-        physics.load_mjcf(wrapping_tendon)
+    with pytest.raises(physics.MJCFError, match="unsupported actuator <muscle>"):
+        physics.load_mjcf(muscle)
     free_tendon = (
         '<mujoco><worldbody><body><freejoint name="f"/><geom size="1"/></body>'
         '</worldbody><tendon><fixed><joint joint="f"/></fixed></tendon></mujoco>'
