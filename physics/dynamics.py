@@ -11,9 +11,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from physics import kinematics, math, tendon
+from physics import kinematics, math, muscle, tendon
 from physics.kinematics import Kinematics
-from physics.system import JNT_FREE, JNT_HINGE, JNT_SLIDE, System
+from physics.system import DYN_MUSCLE, JNT_FREE, JNT_HINGE, JNT_SLIDE, System
 
 
 @math.jit_when_eager  # load-time callers (dampratio, eq_data, spring lengths)
@@ -136,14 +136,20 @@ def _stateful(sys: System) -> np.ndarray:
 
 def activation_rate(sys: System, act: jax.Array, ctrl: jax.Array) -> jax.Array:
     """act_dot [na] under ctrl (clipped to ctrlrange), as MuJoCo's mj_fwdActuation: ctrl for
-    an integrator, (ctrl - act) / tau for a filter (exact or not)."""
+    an integrator, (ctrl - act) / tau for a filter (exact or not), a muscle's
+    (physics.muscle.activation_rate)."""
     idx = _stateful(sys)
     if not idx.size:
         return act
     kind = np.asarray(sys.actuator_dyntype, np.int32)[idx]
     u = jnp.clip(ctrl[idx], sys.actuator_ctrlrange[idx, 0], sys.actuator_ctrlrange[idx, 1])
-    tau = jnp.maximum(sys.actuator_tau[idx], 1e-15)
-    return jnp.where(kind == 1, u, (u - act) / tau)
+    tau = jnp.maximum(sys.actuator_dynprm[idx, 0], 1e-15)
+    rate = jnp.where(kind == 1, u, (u - act) / tau)
+    if (kind == DYN_MUSCLE).any():
+        rate = jnp.where(
+            kind == DYN_MUSCLE, muscle.activation_rate(u, act, sys.actuator_dynprm[idx]), rate
+        )
+    return rate
 
 
 def advance_activation(sys: System, act: jax.Array, act_dot: jax.Array, dt: jax.Array) -> jax.Array:
@@ -154,7 +160,7 @@ def advance_activation(sys: System, act: jax.Array, act_dot: jax.Array, dt: jax.
     if not idx.size:
         return act
     kind = np.asarray(sys.actuator_dyntype, np.int32)[idx]
-    tau = jnp.maximum(sys.actuator_tau[idx], 1e-15)
+    tau = jnp.maximum(sys.actuator_dynprm[idx, 0], 1e-15)
     step = jnp.where(kind == 3, tau * (1.0 - jnp.exp(-dt / tau)), dt)
     lo, hi = sys.actuator_actrange[idx, 0], sys.actuator_actrange[idx, 1]
     return jnp.clip(act + act_dot * step, lo, hi)
@@ -323,6 +329,14 @@ def _actuator_dof_force(
     gain = sys.actuator_gain
     gain = gain[:, 0] + gain[:, 1] * length + gain[:, 2] * velocity
     force = gain * ctrl + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
+    if sys.actuator_muscle_gain:  # (a muscle's affine gain and bias are 0)
+        i = np.asarray(sys.actuator_muscle_gain)
+        lengthrange, prm = sys.actuator_lengthrange[i], sys.actuator_muscle_gainprm[i]
+        force = force.at[i].add(muscle.gain(length[i], velocity[i], lengthrange, prm) * ctrl[i])
+    if sys.actuator_muscle_bias:
+        i = np.asarray(sys.actuator_muscle_bias)
+        lengthrange, prm = sys.actuator_lengthrange[i], sys.actuator_muscle_biasprm[i]
+        force = force.at[i].add(muscle.bias(length[i], lengthrange, prm))
     force = jnp.clip(force, sys.actuator_forcerange[:, 0], sys.actuator_forcerange[:, 1])
     for actuators, lo, hi in sys.tendon_actuator_force_limits:
         # a tendon's total actuator force past its actuatorfrcrange: every actuator on it

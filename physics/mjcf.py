@@ -6,8 +6,10 @@ damping, stiffness or springdamper, armature, frictionloss, actuatorfrcrange, ac
 plane/sphere/capsule/ellipsoid/cylinder/box geoms, mesh geoms (``<asset><mesh>`` from a file or
 inline vertices: :mod:`physics.mesh`), height fields (``<asset><hfield>`` from an elevation list,
 a PNG or MuJoCo's binary file, on static bodies: :mod:`physics.hfield`),
-motor/position/velocity/intvelocity/damper/cylinder/general (fixed or affine gain, affine bias,
-integrator/filter activation) on joints, tendons or sites, ``include`` files, ``frame``
+motor/position/velocity/intvelocity/damper/cylinder/muscle/general (fixed, affine or muscle
+gain, affine or muscle bias, integrator/filter/muscle activation) on joints, tendons or sites,
+with muscles' length ranges computed as MuJoCo's compiler computes them
+(``<compiler><lengthrange>``: :mod:`physics.lengthrange`), ``include`` files, ``frame``
 elements, ``option`` timestep/gravity/flags and a medium's density/viscosity/wind (MuJoCo's
 inertia-box fluid model), the pyramidal or elliptic friction cone (contacts of condim 1, 3, 4
 and 6), ``default`` classes with ``childclass``, ``contact/exclude`` and explicit
@@ -37,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from physics import constraints as con
-from physics import contact, dynamics, equality, hfield, kinematics, mesh, tendon
+from physics import contact, dynamics, equality, hfield, kinematics, lengthrange, mesh, tendon
 from physics import system as S
 from physics.math import float_dtype
 from physics.system import INTEGRATORS
@@ -74,6 +76,7 @@ _ACTUATOR = {
     "actearly",
     "forcerange",
     "forcelimited",
+    "lengthrange",  # (on the element only: MuJoCo's schema refuses it in a <default>)
 } | _VISUAL
 _TRANSMISSIONS = ("joint", "jointinparent", "tendon", "site", "cranksite")
 # MuJoCo keeps one actuator default per class, which every actuator element in <default> sets.
@@ -85,7 +88,22 @@ _ACTUATOR_TAGS = (
     "intvelocity",
     "damper",
     "cylinder",
+    "muscle",
 )
+# A <muscle>'s own parameters and their defaults (MuJoCo's), in gainprm order after timeconst
+# and tausmooth (which go into dynprm).
+_MUSCLE = {
+    "timeconst": "0.01 0.04",
+    "tausmooth": "0",
+    "range": "0.75 1.05",
+    "force": "-1",
+    "scale": "200",
+    "lmin": "0.5",
+    "lmax": "1.6",
+    "vmax": "1.5",
+    "fpmax": "1.3",
+    "fvmax": "1.2",
+}
 # Actuator attributes that set the force model (gain and bias); the others (gear, ranges, ...)
 # are common to every kind.
 _GAIN_BIAS = {
@@ -102,9 +120,9 @@ _GAIN_BIAS = {
     "biastype",
     "dyntype",
     "dynprm",
-}
+} | set(_MUSCLE)
 # Activation dynamics (MuJoCo's mjtDyn) of a <general> actuator: its state act follows ctrl.
-_DYNTYPES = {"none": 0, "integrator": 1, "filter": 2, "filterexact": 3}
+_DYNTYPES = {"none": 0, "integrator": 1, "filter": 2, "filterexact": 3, "muscle": S.DYN_MUSCLE}
 
 # Attributes of every <equality> element, and of each kind (connect and weld by bodies or by
 # sites).
@@ -215,6 +233,8 @@ _KNOWN = {
     "damper": _ACTUATOR | {"kv"},
     # a pneumatic or hydraulic cylinder: act filters ctrl (timeconst); force area act + bias
     "cylinder": _ACTUATOR | {"timeconst", "area", "diameter", "bias"},
+    # MuJoCo's muscle: activation dynamics, force-length-velocity gain, passive bias
+    "muscle": _ACTUATOR | set(_MUSCLE),
     "general": _ACTUATOR
     | {"gainprm", "biasprm", "gaintype", "biastype", "dyntype", "dynprm", "actrange", "actlimited"},
     "option": {
@@ -456,6 +476,17 @@ def _general_form(kind: str, a: dict[str, str], own: dict[str, str]) -> dict[str
             "dyntype": "filter",
             "dynprm": a.get("timeconst", "1"),
         }
+    if kind == "muscle":  # the same parameters for the gain and the bias
+        muscle = {k: a.get(k, v) for k, v in _MUSCLE.items()}
+        prm = " ".join(muscle[k] for k in list(_MUSCLE)[2:])
+        return {
+            "gaintype": "muscle",
+            "biastype": "muscle",
+            "dyntype": "muscle",
+            "dynprm": f"{muscle['timeconst']} {muscle['tausmooth']}",
+            "gainprm": prm,
+            "biasprm": prm,
+        }
     return {"dyntype": "none"}  # <motor>: unit gain, no bias
 
 
@@ -529,7 +560,10 @@ class _Loader:
     ) -> np.ndarray:
         if key not in a:
             return np.asarray(default, np.float64)
-        v = _floats(a[key])
+        try:
+            v = _floats(a[key])
+        except ValueError:
+            raise self.error(elem, f"attribute {key!r} must be numbers, got {a[key]!r}") from None
         if n is not None and len(v) != n:
             raise self.error(elem, f"attribute {key!r} needs {n} numbers, got {a[key]!r}")
         return v
@@ -560,9 +594,14 @@ class _Loader:
         self.meshdir, self.strippath, self.fitaabb = "", False, False
         # lower bounds on bodies' mass and principal moments, and the triangle inequality
         self.boundmass, self.boundinertia, self.balanceinertia = 0.0, 0.0, False
+        self.lengthrange = lengthrange.LengthRangeOptions()
         for c in self.root.iter("compiler"):
             a = dict(c.attrib)
             self.check_known(c, a)
+            for child in c:
+                if child.tag != "lengthrange":
+                    raise self.error(child, f"unsupported element <{child.tag}> in <compiler>")
+                self.lengthrange = self.lengthrange_options(child)
             self.degree = a.get("angle", "degree" if self.degree else "radian") == "degree"
             self.eulerseq = a.get("eulerseq", self.eulerseq)
             if len(self.eulerseq) != 3 or set(self.eulerseq.lower()) - set("xyz"):
@@ -591,6 +630,22 @@ class _Loader:
                     MJCFWarning,
                     stacklevel=4,
                 )
+
+    def lengthrange_options(self, e: ET.Element) -> lengthrange.LengthRangeOptions:
+        """<compiler><lengthrange>: how muscles' length ranges are found (MuJoCo's mjLROpt)."""
+        fields = {f.name: f for f in dataclasses.fields(lengthrange.LengthRangeOptions)}
+        self.check_known(e, e.attrib, set(fields))
+        values = {}
+        for key, text in e.attrib.items():
+            if key == "mode":
+                if text not in ("none", "muscle", "muscleuser", "all"):
+                    raise self.error(e, f"unknown lengthrange mode {text!r}")
+                values[key] = text
+            elif key in ("useexisting", "uselimit"):
+                values[key] = self.flag(e, e.attrib, key, False)
+            else:
+                values[key] = float(self.get_floats(e, e.attrib, key, [0.0], 1)[0])
+        return lengthrange.LengthRangeOptions(**values)
 
     def parse_option(self) -> None:
         self.timestep, self.gravity = 0.002, np.array([0.0, 0.0, -9.81])
@@ -680,6 +735,8 @@ class _Loader:
         force model here (every <motor>, <position> or <velocity>; a <general> that gives gain
         or bias parameters), which is what a <general> actuator of the class inherits."""
         self.check_known(elem, elem.attrib)
+        if "lengthrange" in elem.attrib:
+            raise self.error(elem, "lengthrange goes on the actuator, not in a <default>")
         common = {k: v for k, v in elem.attrib.items() if k not in _GAIN_BIAS}
         specific = {k: v for k, v in elem.attrib.items() if k in _GAIN_BIAS}
         _merge(own.setdefault("actuator", {}), common)
@@ -1225,7 +1282,7 @@ class _Loader:
                 position_like = bias[1] == -gain[0] and not gain[1:].any()
                 if bias[2] > 0 and position_like:  # MuJoCo's encoding of a damping ratio
                     dampratio, bias = float(bias[2]), bias * np.array([1.0, 1.0, 0.0])
-                dyntype, tau, actrange = self.activation(m, a)
+                dyntype, dynprm, actrange = self.activation(m, a)
                 ctrl = self.get_floats(m, a, "ctrlrange", [0.0, 0.0], 2)
                 force = self.get_floats(m, a, "forcerange", [0.0, 0.0], 2)
                 inherit = float(a.get("inheritrange", 0))
@@ -1262,29 +1319,39 @@ class _Loader:
                         "ctrlrange": ctrl if ctrllimited else inf,
                         "forcerange": force if forcelimited else inf,
                         "dyntype": dyntype,
-                        "tau": tau,
+                        "dynprm": dynprm,
+                        "muscle_gainprm": self.muscle_parameters(m, a, "gainprm"),
+                        "muscle_biasprm": self.muscle_parameters(m, a, "biasprm"),
+                        "lengthrange": self.get_floats(m, a, "lengthrange", [0.0, 0.0], 2),
+                        # (a joint's or tendon's range, where limited: compiler uselimit)
+                        "limit": target["range"] if target["limited"] else None,
+                        "elem": m,
                         "actrange": actrange,
                         "dampratio": dampratio,
                         "actearly": a.get("actearly", "false") == "true",
                     }
                 )
 
-    def activation(self, m: ET.Element, a: dict[str, str]) -> tuple[int, float, np.ndarray]:
-        """(dyntype, time constant, actrange) of an actuator: integrator (act' = ctrl),
-        filter and filterexact (act' = (ctrl - act) / dynprm[0]); muscle and user are refused."""
+    def activation(self, m: ET.Element, a: dict[str, str]) -> tuple[int, np.ndarray, np.ndarray]:
+        """(dyntype, dynprm [3], actrange) of an actuator: integrator (act' = ctrl), filter and
+        filterexact (act' = (ctrl - act) / dynprm[0]), muscle (physics.muscle; dynprm: the
+        activation and deactivation time constants and the smoothing width); user is
+        refused."""
         name = a.get("dyntype", "none")
         if name not in _DYNTYPES:
             raise self.error(m, f"unsupported dyntype={name!r} (supported: {', '.join(_DYNTYPES)})")
-        prm = self.get_floats(m, a, "dynprm", [1.0])
-        if np.any(prm[1:] != 0):
+        prm = np.concatenate([self.get_floats(m, a, "dynprm", [1.0]), np.zeros(3)])
+        if name != "muscle" and np.any(prm[1:] != 0):
             raise self.error(m, "integrator and filter dynamics use dynprm[0] only")
+        if name == "muscle" and prm[2] < 0:
+            raise self.error(m, f"a muscle's tausmooth must be >= 0, got {prm[2]}")
         actrange = self.get_floats(m, a, "actrange", [0.0, 0.0], 2)
         limited = self.flag(m, a, "actlimited", "actrange" in a)
         if limited and not actrange[0] < actrange[1]:
             raise self.error(m, f"limited actrange needs lo < hi, got {actrange}")
         if not limited:
             actrange = np.array([-np.inf, np.inf])
-        return _DYNTYPES[name], float(prm[0]), actrange
+        return _DYNTYPES[name], prm[:3], actrange
 
     def check_shortcut(self, m: ET.Element, a: dict[str, str]) -> None:
         """What MuJoCo refuses in an actuator shortcut's own parameters."""
@@ -1344,26 +1411,54 @@ class _Loader:
         self, m: ET.Element, a: dict[str, str]
     ) -> tuple[float | np.ndarray, np.ndarray]:
         """Gain (a number, or the three terms of an affine gain) and the three affine bias
-        terms of an actuator in <general> form (see parse_actuators)."""
-        for key, allowed in (("gaintype", ("fixed", "affine")), ("biastype", ("none", "affine"))):
+        terms of an actuator in <general> form (see parse_actuators); a muscle gain or bias is
+        0 here (its force is physics.muscle's, see muscle_parameters)."""
+        for key, allowed in (
+            ("gaintype", ("fixed", "affine", "muscle")),
+            ("biastype", ("none", "affine", "muscle")),
+        ):
             if a.get(key, allowed[0]) not in allowed:
                 raise self.error(m, f"unsupported {key}={a[key]!r} (supported: {allowed})")
         gainprm = self.get_floats(m, a, "gainprm", [1.0])
         biasprm = self.get_floats(m, a, "biasprm", [0.0])
-        affine_gain = a.get("gaintype", "fixed") == "affine"
-        if np.any(gainprm[3 if affine_gain else 1 :] != 0):
+        gaintype = a.get("gaintype", "fixed")
+        if gaintype == "muscle":
+            gain: float | np.ndarray = 0.0
+        elif np.any(gainprm[3 if gaintype == "affine" else 1 :] != 0):
             raise self.error(
                 m,
                 "an affine gain uses gainprm[0:3] only; the rest must be 0"
-                if affine_gain
+                if gaintype == "affine"
                 else "a fixed gain uses gainprm[0] only; the rest must be 0",
             )
-        gain = np.concatenate([gainprm, np.zeros(3)])[:3] if affine_gain else float(gainprm[0])
-        if a.get("biastype", "none") == "none":
+        elif gaintype == "affine":
+            gain = np.concatenate([gainprm, np.zeros(3)])[:3]
+        else:
+            gain = float(gainprm[0])
+        if a.get("biastype", "none") in ("none", "muscle"):
             return gain, np.zeros(3)
         if np.any(biasprm[3:] != 0):
             raise self.error(m, "an affine bias uses biasprm[0:3] only; the rest must be 0")
         return gain, np.concatenate([biasprm, np.zeros(3)])[:3]
+
+    def muscle_parameters(self, m: ET.Element, a: dict[str, str], key: str) -> np.ndarray:
+        """A muscle gain's or bias's 9 parameters (`key`: gainprm or biasprm; MuJoCo's order,
+        see physics.muscle), checked as MuJoCo's compiler does; zeros unless its type (gaintype
+        or biastype) is muscle."""
+        kind = "gaintype" if key == "gainprm" else "biastype"
+        if a.get(kind) != "muscle":
+            return np.zeros(9)
+        prm = np.concatenate([self.get_floats(m, a, key, [1.0] if key == "gainprm" else [0.0]),
+                              np.zeros(9)])[:9]  # fmt: skip
+        if not prm[0] < prm[1]:
+            raise self.error(m, f"a muscle needs range[0] < range[1], got {prm[:2]}")
+        if not prm[4] < 1 < prm[5]:
+            raise self.error(m, f"a muscle needs lmin < 1 < lmax, got {prm[4]}, {prm[5]}")
+        if not (prm[[3, 6, 7, 8]] > 0).all():
+            raise self.error(
+                m, f"a muscle needs scale, vmax, fpmax and fvmax > 0, got {prm[[3, 6, 7, 8]]}"
+            )
+        return prm
 
     def parse_contact(self) -> None:
         """<contact>: body pairs excluded from collision, and explicit geom pairs (<pair>)
@@ -1876,7 +1971,10 @@ class _Loader:
             actuator_bias=af("bias", (3,)),
             actuator_ctrlrange=af("ctrlrange", (2,)),
             actuator_forcerange=af("forcerange", (2,)),
-            actuator_tau=af("tau", ()),
+            actuator_dynprm=af("dynprm", (3,)),
+            actuator_muscle_gainprm=af("muscle_gainprm", (9,)),
+            actuator_muscle_biasprm=af("muscle_biasprm", (9,)),
+            actuator_lengthrange=af("lengthrange", (2,)),
             actuator_actrange=af("actrange", (2,)),
             tendon_range=cf("range", (2,)),
             tendon_margin=cf("margin", ()),
@@ -1927,6 +2025,12 @@ class _Loader:
                 if u["slider_crank"] is not None
             ),
             actuator_dyntype=tuple(u["dyntype"] for u in self.actuators),
+            actuator_muscle_gain=tuple(
+                i for i, u in enumerate(self.actuators) if u["muscle_gainprm"].any()
+            ),
+            actuator_muscle_bias=tuple(
+                i for i, u in enumerate(self.actuators) if u["muscle_biasprm"].any()
+            ),
             actuator_actearly=tuple(u["actearly"] for u in self.actuators),
             spring_tendons=tuple(t["path"] for t in self.spring_tendons),
             armature_tendons=tuple(t["path"] for t in self.armature_tendons),
@@ -1977,17 +2081,14 @@ class _Loader:
             eq_ref=floats(equality.reference_values(sys_)),
         )
         body_iw, dof_iw, eq_iw, ten_iw = contact.invweights(sys_)
-        return self.with_damping_ratios(
-            self.with_spring_dampers(
-                dataclasses.replace(
-                    sys_,
-                    body_invweight0=body_iw,
-                    dof_invweight0=dof_iw,
-                    eq_invweight0=eq_iw,
-                    tendon_invweight0=ten_iw,
-                )
-            )
+        sys_ = dataclasses.replace(
+            sys_,
+            body_invweight0=body_iw,
+            dof_invweight0=dof_iw,
+            eq_invweight0=eq_iw,
+            tendon_invweight0=ten_iw,
         )
+        return self.with_muscles(self.with_damping_ratios(self.with_spring_dampers(sys_)))
 
     def with_damping_ratios(self, sys: S.System) -> S.System:
         """<position dampratio>: kv = dampratio 2 sqrt(kp m), m the actuator's inertia at qpos0,
@@ -2006,6 +2107,41 @@ class _Loader:
             kp = float(sys.actuator_gain[i, 0])
             bias[i, 2] = -self.actuators[i]["dampratio"] * 2 * math.sqrt(kp * inertia)
         return dataclasses.replace(sys, actuator_bias=jnp.asarray(bias, float_dtype()))
+
+    def with_muscles(self, sys: S.System) -> S.System:
+        """Muscles' constants, as MuJoCo's compiler sets them: a peak force of scale / acc0
+        where force < 0 (lengthrange.unit_force_acceleration), and the length range of each
+        muscle that does not give one (<compiler><lengthrange>: its useexisting, uselimit and
+        otherwise MuJoCo's simulation, lengthrange.lengthranges)."""
+        muscles = sorted(set(sys.actuator_muscle_gain) | set(sys.actuator_muscle_bias))
+        if not muscles:
+            return sys
+        acc0 = lengthrange.unit_force_acceleration(sys)
+        prms = []
+        for prm in (np.array(sys.actuator_muscle_gainprm), np.array(sys.actuator_muscle_biasprm)):
+            unset = prm[:, 2] < 0
+            prm[unset, 2] = prm[unset, 3] / np.maximum(_MINVAL, acc0[unset])
+            prms.append(jnp.asarray(prm, float_dtype()))
+        ranges = np.array(sys.actuator_lengthrange, np.float64)
+        options, simulate = self.lengthrange, []
+        for i in muscles if options.mode != "none" else []:
+            if options.useexisting and ranges[i, 0] < ranges[i, 1]:
+                continue
+            if options.uselimit and self.actuators[i]["limit"] is not None:
+                ranges[i] = self.actuators[i]["limit"]
+                continue
+            simulate.append(i)
+        if simulate:
+            try:
+                ranges[simulate] = lengthrange.lengthranges(sys, simulate, options)
+            except lengthrange.LengthRangeError as e:
+                raise self.error(None, f"muscle length range: {e}") from None
+        return dataclasses.replace(
+            sys,
+            actuator_muscle_gainprm=prms[0],
+            actuator_muscle_biasprm=prms[1],
+            actuator_lengthrange=jnp.asarray(ranges, float_dtype()),
+        )
 
     def with_spring_dampers(self, sys: S.System) -> S.System:
         """MuJoCo's springdamper="timeconst dampratio": the stiffness and damping that give a

@@ -25,6 +25,7 @@ JNT_NQ = {JNT_FREE: 7, JNT_BALL: 4, JNT_SLIDE: 1, JNT_HINGE: 1}
 JNT_NV = {JNT_FREE: 6, JNT_BALL: 3, JNT_SLIDE: 1, JNT_HINGE: 1}
 GEOM_PLANE, GEOM_HFIELD, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID = 0, 1, 2, 3, 4
 GEOM_CYLINDER, GEOM_BOX, GEOM_MESH = 5, 6, 7
+DYN_MUSCLE = 4  # MuJoCo's mjDYN_MUSCLE (mjtDyn)
 INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")  # MuJoCo's mjtIntegrator order
 
 
@@ -250,9 +251,16 @@ class System:
     actuator_ctrlrange: jax.Array  # [nu, 2]
     actuator_forcerange: jax.Array  # [nu, 2]
     # activation dynamics (actuator_dyntype > 0): the force takes act, the actuator's state,
-    # in ctrl's place; integrator act' = ctrl, filter(exact) act' = (ctrl - act) / tau
-    actuator_tau: jax.Array  # [nu] dynprm[0]
+    # in ctrl's place; integrator act' = ctrl, filter(exact) act' = (ctrl - act) / tau, muscle
+    # physics.muscle.activation_rate
+    actuator_dynprm: jax.Array  # [nu, 3] filters: (tau, 0, 0); muscles: (tau_act, tau_deact, width)
     actuator_actrange: jax.Array  # [nu, 2] act is clipped to it ((-inf, inf): unlimited)
+    # muscles (physics.muscle): MuJoCo's gainprm and biasprm of a muscle gain or bias (range,
+    # force resolved at load, scale, lmin, lmax, vmax, fpmax, fvmax), and the actuator lengths
+    # the muscle is normalized by (MuJoCo's actuator_lengthrange, computed at load)
+    actuator_muscle_gainprm: jax.Array  # [nu, 9] (0 where the gain is not a muscle's)
+    actuator_muscle_biasprm: jax.Array  # [nu, 9]
+    actuator_lengthrange: jax.Array  # [nu, 2]
     # equality constraints, all active: connect (a ball joint between two bodies' anchors), weld
     # (a rigid joint) and joint/tendon couplings, value1 - ref1 = polycoef(value2 - ref2) (refs:
     # values at qpos0). eq_data as MuJoCo's: connect: anchor in body1, anchor in body2; weld:
@@ -306,7 +314,9 @@ class System:
     constrained_tendons: tuple[TendonPath, ...] = _static(default=())
     tendon_limited: tuple[bool, ...] = _static(default=())
     tendon_friction: tuple[int, ...] = _static(default=())  # of those, with friction loss > 0
-    actuator_dyntype: tuple[int, ...] = _static(default=())  # MuJoCo's mjtDyn: 0 none, 1..3
+    actuator_dyntype: tuple[int, ...] = _static(default=())  # MuJoCo's mjtDyn: 0 none, 1..4
+    actuator_muscle_gain: tuple[int, ...] = _static(default=())  # actuators with a muscle gain
+    actuator_muscle_bias: tuple[int, ...] = _static(default=())  # and with a muscle bias
     # per actuator: its force takes the activation at the step's end (MuJoCo's actearly)
     actuator_actearly: tuple[bool, ...] = _static(default=())
     eq_type: tuple[int, ...] = _static(default=())  # EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON

@@ -290,7 +290,7 @@ def test_activation_dynamics_track_mujoco():
 @pytest.mark.parametrize(
     "attrs, needle",
     [
-        ('dyntype="muscle"', "unsupported dyntype='muscle'"),
+        ('dyntype="user"', "unsupported dyntype='user'"),
         ('dyntype="filter" dynprm="0.1 2"', "dynprm\\[0\\] only"),
         ('dyntype="integrator" actrange="1 -1"', "actrange needs lo < hi"),
     ],
@@ -459,7 +459,7 @@ def test_intvelocity_cylinder_damper_and_affine_gains_are_mujocos():
     np.testing.assert_allclose(sys.actuator_gain, m.actuator_gainprm[:, :3], rtol=1e-5)
     np.testing.assert_allclose(sys.actuator_bias, m.actuator_biasprm[:, :3], rtol=1e-5)
     assert sys.actuator_dyntype == tuple(m.actuator_dyntype)
-    np.testing.assert_allclose(sys.actuator_tau, m.actuator_dynprm[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(sys.actuator_dynprm, m.actuator_dynprm[:, :3], rtol=1e-6)
     act_range = np.where(m.actuator_actlimited[:, None], m.actuator_actrange, [-np.inf, np.inf])
     np.testing.assert_allclose(sys.actuator_actrange, act_range)
     d = mujoco.MjData(m)

@@ -170,9 +170,9 @@ def test_unused_defaults_of_refused_elements_load_and_used_ones_are_refused():
       <equality solref="0.01 1"/><pair condim="1"/><geom density="10"/></default>
       <worldbody><body><joint/><geom type="capsule" size="0.1 0.2"/></body></worldbody></mujoco>"""
     _check_against_mujoco(physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml))
-    muscle = xml.replace('<pair condim="1"/>', '<muscle ctrlrange="0 1"/>')
-    with pytest.raises(physics.MJCFError, match="unsupported element <muscle> in <default>"):
-        physics.load_mjcf(muscle)
+    adhesion = xml.replace('<pair condim="1"/>', '<adhesion ctrlrange="0 1"/>')
+    with pytest.raises(physics.MJCFError, match="unsupported element <adhesion> in <default>"):
+        physics.load_mjcf(adhesion)
 
 
 def test_springdamper_sets_mujocos_stiffness_and_damping():
@@ -202,7 +202,10 @@ def test_defaults_fromto_and_inertia_groups_build_mujocos_model(name):
     [
         ('<body quat="0 0 0 0"><joint/><geom size="1"/></body>', "quat='0 0 0 0' is degenerate"),
         ('<body><joint axis="0 0 1"/><geom size="1" zaxis="0 0 0"/></body>', "zaxis="),
-        ('<body pos="0,0,1"><joint/><geom size="1"/></body>', "invalid attribute value: could not"),
+        (
+            '<body pos="0,0,1"><joint/><geom size="1"/></body>',
+            "attribute 'pos' must be numbers, got '0,0,1'",
+        ),
         ('<body><joint/><geom size="1" condim="3.0"/></body>', "<geom>: invalid attribute value"),
         ('<body><joint type="spiral"/><geom size="1"/></body>', "unknown joint type 'spiral'"),
         ('<body><joint/><geom type="box" size="1 1"/></body>', "box geom needs size"),
@@ -239,12 +242,12 @@ def test_unsupported_sections_raise_with_file_name(tmp_path):
     path.write_text('<mujoco><worldbody/><equality><weld body1="a"/></equality></mujoco>')
     with pytest.raises(physics.MJCFError, match=r"m\.xml.*<weld>: unknown body 'a'"):
         physics.load_mjcf(path)
-    muscle = (
-        '<mujoco><worldbody><body><joint name="a"/><geom size="1"/></body></worldbody>'
-        '<actuator><muscle joint="a"/></actuator></mujoco>'
+    adhesion = (
+        '<mujoco><worldbody><body name="b"><joint/><geom size="1"/></body></worldbody>'
+        '<actuator><adhesion body="b"/></actuator></mujoco>'
     )
-    with pytest.raises(physics.MJCFError, match="unsupported actuator <muscle>"):
-        physics.load_mjcf(muscle)
+    with pytest.raises(physics.MJCFError, match="unsupported actuator <adhesion>"):
+        physics.load_mjcf(adhesion)
     free_tendon = (
         '<mujoco><worldbody><body><freejoint name="f"/><geom size="1"/></body>'
         '</worldbody><tendon><fixed><joint joint="f"/></fixed></tendon></mujoco>'
