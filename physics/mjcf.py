@@ -11,7 +11,8 @@ gain, affine or muscle bias, integrator/filter/muscle activation) on joints, ten
 with muscles' length ranges computed as MuJoCo's compiler computes them
 (``<compiler><lengthrange>``: :mod:`physics.lengthrange`), ``include`` files, ``frame``
 elements, ``option`` timestep/gravity/flags and a medium's density/viscosity/wind (MuJoCo's
-inertia-box fluid model), the pyramidal or elliptic friction cone (contacts of condim 1, 3, 4
+inertia-box fluid model, or its ellipsoid one on geoms with ``fluidshape``: :mod:`physics.fluid`),
+the pyramidal or elliptic friction cone (contacts of condim 1, 3, 4
 and 6), ``default`` classes with ``childclass``, ``contact/exclude`` and explicit
 ``contact/pair`` elements, sites, fixed tendons and spatial tendons (through sites and pulleys,
 and around spheres and cylinders) with springs, dampers, limits and friction loss, and
@@ -39,7 +40,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from physics import constraints as con
-from physics import contact, dynamics, equality, hfield, kinematics, lengthrange, mesh, tendon
+from physics import (
+    contact,
+    dynamics,
+    equality,
+    fluid,
+    hfield,
+    kinematics,
+    lengthrange,
+    mesh,
+    tendon,
+)
 from physics import system as S
 from physics.math import float_dtype
 from physics.system import INTEGRATORS
@@ -200,7 +211,7 @@ _KNOWN = {
         "solmix",
         "priority",
         "fluidshape",
-        "fluidcoef",  # accepted: it only tunes the ellipsoid fluid model, which is refused
+        "fluidcoef",
         "mesh",
         "hfield",
         "fitscale",
@@ -1035,12 +1046,6 @@ class _Loader:
             raise self.error(elem, f"geom size must be positive, got {size[:need]}")
         if t == S.GEOM_PLANE and bid != 0:
             raise self.error(elem, "plane geoms must belong to the world body")
-        if a.get("fluidshape", "none") != "none" and (self.density > 0 or self.viscosity > 0):
-            raise self.error(
-                elem,
-                f"fluidshape={a['fluidshape']!r}: MuJoCo's ellipsoid fluid model is not "
-                "supported (without fluidshape, the inertia-box model applies: physics.fluid)",
-            )
         size = np.concatenate([size, np.zeros(3)])[:3]
         pos, quat = _in_frame(frame, pos, quat)
         friction = self.padded(elem, a, "friction", (1.0, 0.005, 0.0001))
@@ -1067,8 +1072,25 @@ class _Loader:
                 "solmix": float(a.get("solmix", 1.0)),
                 "solref": self.get_floats(elem, a, "solref", con.DEFAULT_SOLREF, 2),
                 "solimp": self.padded(elem, a, "solimp", con.DEFAULT_SOLIMP),
+                "fluid": self.geom_fluid(elem, a, t, size, bid),
             }
         )
+
+    def geom_fluid(
+        self, elem: ET.Element, a: dict[str, str], t: int, size: np.ndarray, body: int
+    ) -> np.ndarray:
+        """A geom's row of MuJoCo's geom_fluid [12]: zeros, or with fluidshape="ellipsoid" its
+        ellipsoid model's coefficients (physics.fluid). The world's geoms never move through
+        the medium, so their row stays 0 whatever their shape."""
+        shape = a.get("fluidshape", "none")
+        if shape not in ("none", "ellipsoid"):
+            raise self.error(elem, f"fluidshape={shape!r} must be none or ellipsoid")
+        coef = self.padded(elem, a, "fluidcoef", fluid.FLUIDCOEF)
+        if shape == "none" or body == 0:
+            return np.zeros(12)
+        if t == S.GEOM_HFIELD:
+            raise self.error(elem, "fluidshape='ellipsoid' on a height field is not supported")
+        return fluid.ellipsoid_coefficients(fluid.semiaxes(t, size), coef)
 
     def fitted_size(self, m: mesh.Mesh, t: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
         """(centre in the mesh's principal frame, size) of a primitive of type ``t`` fitted to
@@ -1950,6 +1972,7 @@ class _Loader:
             geom_solref=gf("solref", (2,)),
             geom_solimp=gf("solimp", (5,)),
             geom_solmix=gf("solmix", ()),
+            geom_fluid=gf("fluid", (12,)),
             mesh_hull=mesh.hull_tables([]),
             **self.terrain(topo),
             pair_friction=floats([p["friction"] for p in pairs], (len(pairs), 5)),
@@ -2059,6 +2082,7 @@ class _Loader:
             cone=self.cone,
             impratio=self.impratio,
             fluid=self.density > 0 or self.viscosity > 0,
+            fluid_ellipsoids=tuple(i for i, g in enumerate(self.geoms) if g["fluid"][0] > 0),
             contact_pairs=contact.contact_pairs(
                 topo,
                 tuple(g["type"] for g in self.geoms),

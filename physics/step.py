@@ -205,24 +205,33 @@ def velocity_derivative(sys: System, state: State, ctrl: jax.Array) -> jax.Array
     """[nv, nv] d qfrc_smooth / d qd at `state`, as MuJoCo's implicit integrators take it
     (qDeriv): the passive, fluid and actuator forces' Jacobian, minus the bias forces' for
     implicit. implicitfast leaves the bias (Coriolis, centrifugal, gyroscopic) term out, except
-    on the blocks of childless free bodies, which MuJoCo solves apart with it. Joint actuator
+    on the blocks of childless free bodies, which MuJoCo solves apart with it, and takes the
+    fluid forces' derivative symmetrized, as MuJoCo's mjd_ellipsoidFluid does. Joint actuator
     force limits (actuatorfrcrange) are not differentiated, as in MuJoCo."""
     kin = state.kin
 
     def velocity_forces(qd: jax.Array) -> jax.Array:
-        cvel = kinematics.com_velocity(sys, kin.cdof, qd)
         f = dynamics.passive_force(sys, kin, state.q, qd)
-        f = f + dynamics.actuator_force(
+        return f + dynamics.actuator_force(
             sys, kin, state.q, qd, ctrl, state.act, clip_joint_totals=False
         )
-        if sys.fluid:
-            f = f + fluid.fluid_force(sys, kin, cvel)
-        return f
+
+    def fluid_forces(qd: jax.Array) -> jax.Array:
+        return fluid.fluid_force(sys, kin, kinematics.com_velocity(sys, kin.cdof, qd))
 
     def bias(qd: jax.Array) -> jax.Array:
         return dynamics.bias_force(sys, kin, kinematics.com_velocity(sys, kin.cdof, qd), qd)
 
     deriv = jax.jacfwd(velocity_forces)(state.qd)
+    if sys.fluid:
+        medium = jax.jacfwd(fluid_forces)(state.qd)
+        if sys.integrator == "implicitfast":
+            # MuJoCo symmetrizes each fluid ellipsoid's 6x6 derivative B for implicitfast;
+            # J^T sym(B) J is the symmetric part of J^T B J, and the inertia-box model's B is
+            # diagonal, so symmetrizing the whole fluid term does the same. A childless free
+            # body's block, which MuJoCo 4 solves apart by LU, keeps it as it is (measured)
+            medium = jnp.where(_free_blocks(sys), medium, 0.5 * (medium + medium.T))
+        deriv = deriv + medium
     if sys.integrator == "implicit":
         return deriv - jax.jacfwd(bias)(state.qd)
     free = _free_blocks(sys)

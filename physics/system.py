@@ -208,6 +208,10 @@ class System:
     geom_solref: jax.Array  # [ngeom, 2]
     geom_solimp: jax.Array  # [ngeom, 5]
     geom_solmix: jax.Array  # [ngeom]
+    # [ngeom, 12] MuJoCo's geom_fluid: on (1 for fluidshape="ellipsoid"), the fluidcoef drag and
+    # lift coefficients (blunt, slender, angular, Kutta, Magnus), virtual mass [3] and virtual
+    # inertia [3] of the equivalent ellipsoid (physics.fluid)
+    geom_fluid: jax.Array
     # convex hulls of the mesh geoms that collide (a physics.mesh.Hull of tables with a leading
     # [nhull] axis, padded to one size; geom_hull gives each geom's row)
     mesh_hull: Hull
@@ -351,6 +355,8 @@ class System:
     cone: str = _static(default="pyramidal")
     impratio: float = _static(default=1.0)
     fluid: bool = _static(default=False)  # density or viscosity > 0: fluid forces are computed
+    # geoms with fluidshape="ellipsoid": their bodies take the ellipsoid model, not the box one
+    fluid_ellipsoids: tuple[int, ...] = _static(default=())
     integrator: str = _static(default="Euler")  # <option integrator>: one of INTEGRATORS
     # Contact slots solved per substep: None solves every active one (as MuJoCo does); a number
     # keeps only that many deepest (faster; exact while no more are active). Random-control

@@ -1,4 +1,8 @@
-"""Fluid forces (MuJoCo's inertia-box model) against MuJoCo and against Stokes' law."""
+"""Fluid forces (MuJoCo's inertia-box and ellipsoid models) against MuJoCo and against Stokes'
+law."""
+
+import dataclasses
+import os
 
 import jax
 import jax.numpy as jnp
@@ -6,9 +10,10 @@ import mujoco
 import numpy as np
 import pytest
 from gym_assets import gym_asset
+from mujoco_parity import drive_alongside
 
 import physics
-from physics import fluid
+from physics import fluid, kinematics
 
 # Every joint type, wind, a two-geom body, <inertial> with fullinertia and with a rotated
 # diaginertia: each way a body gets its principal axes.
@@ -113,13 +118,123 @@ def test_sphere_sinks_at_stokes_terminal_velocity():
 
 def test_fluid_model_errors_and_switch():
     ellipsoid = """<mujoco><option {}/><worldbody><body><freejoint/>
-      <geom type="sphere" size="0.1" fluidshape="ellipsoid"/></body></worldbody></mujoco>"""
-    with pytest.raises(physics.MJCFError, match="fluidshape='ellipsoid'"):
-        physics.load_mjcf(ellipsoid.format('density="1000"'))
+      <geom type="sphere" size="0.1" fluidshape="{}"/></body></worldbody></mujoco>"""
+    with pytest.raises(physics.MJCFError, match="fluidshape='sphere' must be none or ellipsoid"):
+        physics.load_mjcf(ellipsoid.format('density="1000"', "sphere"))
     # without a medium MuJoCo computes no fluid force at all: the attribute changes nothing
-    assert not physics.load_mjcf(ellipsoid.format('timestep="0.002"')).fluid
+    assert not physics.load_mjcf(ellipsoid.format('timestep="0.002"', "ellipsoid")).fluid
     with pytest.raises(physics.MJCFError, match="non-negative"):
-        physics.load_mjcf(ellipsoid.format('viscosity="-1"'))
+        physics.load_mjcf(ellipsoid.format('viscosity="-1"', "ellipsoid"))
+
+
+# The ellipsoid model on every geom type (a mesh's semi-axes are its bounding box's), with
+# fluidcoef given in full and in part, a geom without fluidshape on an ellipsoid body (it feels
+# nothing), wind and viscosity; a child body without fluidshape keeps the inertia-box model,
+# a plane on the world with the shape from a default class is left out, and a lone free body
+# (whose block implicitfast solves apart) swims beside the tree.
+ELLIPSOIDS_XML = """
+<mujoco>
+  <option density="1000" viscosity="0.5" wind="0.3 -1 0.2" integrator="implicitfast">
+    <flag contact="disable"/></option>
+  <default><default class="wet"><geom fluidshape="ellipsoid"/></default></default>
+  <asset><mesh name="wedge" vertex="0 0 0  0.2 0 0  0 0.1 0  0 0 0.05  0.2 0.1 0.05"/></asset>
+  <worldbody>
+    <geom class="wet" type="plane" size="5 5 0.1"/>
+    <body pos="0 0 1" euler="10 20 30">
+      <freejoint/>
+      <geom class="wet" type="sphere" size="0.05" pos="0.1 0 0"/>
+      <geom class="wet" type="capsule" fromto="0 0 0 0.3 0.1 0" size="0.03"
+            fluidcoef="0.3 0.1 1.2 0.8 0.6"/>
+      <geom class="wet" type="cylinder" size="0.04 0.1" euler="30 40 0" fluidcoef="0.2 0.4"/>
+      <geom class="wet" type="box" size="0.1 0.02 0.05" pos="0 0.2 0"/>
+      <geom class="wet" type="ellipsoid" size="0.08 0.03 0.05" pos="0 -0.2 0.1"/>
+      <geom class="wet" type="mesh" mesh="wedge" pos="-0.2 0 0"/>
+      <geom type="box" size="0.05 0.05 0.05" pos="0 0 -0.2"/>
+      <body pos="0.3 0 0">
+        <joint name="ball" type="ball"/>
+        <geom class="wet" type="ellipsoid" size="0.2 0.01 0.06" pos="0.2 0 0"/>
+        <body pos="0.4 0 0">
+          <joint type="hinge" axis="0 1 1"/>
+          <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
+        </body>
+      </body>
+    </body>
+    <body pos="1 0 1" euler="0 30 60">
+      <freejoint/>
+      <geom class="wet" type="box" size="0.1 0.05 0.02" fluidcoef="0.47 0.25 1.5 1 1"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+SITE_PACKAGES = os.path.dirname(os.path.dirname(mujoco.__file__))
+
+
+@pytest.mark.parametrize(
+    "path, rtol",
+    [
+        # MuJoCo keeps mesh vertices in float32: the wedge's semi-axes differ by 1e-8
+        (None, 1e-6),  # ELLIPSOIDS_XML
+        (os.path.join(SITE_PACKAGES, "brax", "test_data", "fluid_ellipsoid.xml"), 1e-9),
+        # a flapping wing; a box-model body there is 1e-9 off (its principal axes)
+        (os.path.join(SITE_PACKAGES, "mujoco", "testdata", "model.xml"), 1e-8),
+    ],
+)
+def test_ellipsoid_model_matches_mujoco(path, rtol, x64):
+    """The coefficients MuJoCo's compiler derives (virtual mass and inertia) and the forces at
+    random states, in float64, on our model and on the two installed models that use it."""
+    if path is None:
+        sys, m = physics.load_mjcf(ELLIPSOIDS_XML), mujoco.MjModel.from_xml_string(ELLIPSOIDS_XML)
+    else:
+        sys, m = physics.load_mjcf(path), mujoco.MjModel.from_xml_path(path)
+    wet = np.nonzero(m.geom_fluid[:, 0] * (m.geom_bodyid > 0))[0]
+    assert sys.fluid_ellipsoids == tuple(wet) and wet.size
+    np.testing.assert_allclose(sys.geom_fluid[wet], m.geom_fluid[wet], rtol=rtol, atol=1e-12)
+
+    @jax.jit
+    def forces(sys, q, qd):
+        state = physics.init(sys, q, qd)
+        return fluid.fluid_force(sys, state.kin, state.cvel)
+
+    d, rng = mujoco.MjData(m), np.random.default_rng(0)
+    for k in range(8):
+        d.qpos[:], d.qvel[:] = _random_state(m, rng)
+        if k >= 6:  # crawling through still air: the forces' guards at tiny speeds
+            m.opt.wind[:], sys, d.qvel[:] = (
+                0,
+                dataclasses.replace(sys, wind=0 * sys.wind),
+                d.qvel * 1e-7,
+            )
+        mujoco.mj_forward(m, d)
+        scale = np.abs(d.qfrc_fluid).max()
+        assert scale > (1e-3 if k < 6 else 0)
+        np.testing.assert_allclose(forces(sys, d.qpos, d.qvel), d.qfrc_fluid, atol=rtol * scale)
+
+
+def test_ellipsoids_in_a_medium_follow_mujoco_and_differentiate_at_rest():
+    """100 implicitfast steps under changing controls (its velocity derivative takes in the
+    fluid forces symmetrized, as MuJoCo's does, except on a lone free body's block); and at
+    rest, where the forces' norms are 0, finite first and second derivatives (a gradient
+    through an implicit step takes both)."""
+    xml = ELLIPSOIDS_XML.replace(
+        "</worldbody>", '</worldbody><actuator><motor joint="ball" gear="0 0 1"/></actuator>'
+    )  # (a motor on a ball joint turns it about its gear axis)
+    sys, m = physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv)
+    controls = [np.array([np.sin(k)]) for k in range(20)]
+    state = drive_alongside(sys, m, d, controls, 5)
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
+
+    sys = dataclasses.replace(sys, wind=0 * sys.wind)  # at rest in still air: v = w = 0
+    kin = physics.init(sys).kin
+
+    def force(qd):
+        return fluid.fluid_force(sys, kin, kinematics.com_velocity(sys, kin.cdof, qd))
+
+    rest = jnp.zeros(sys.nv)
+    first, second = jax.jit(jax.jacfwd(force))(rest), jax.jit(jax.hessian(force))(rest)
+    assert np.isfinite(np.asarray(first)).all() and np.isfinite(np.asarray(second)).all()
 
 
 def test_gradient_through_the_medium_matches_finite_differences():
