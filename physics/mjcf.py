@@ -1,7 +1,8 @@
 """MJCF loader: a subset of MuJoCo's XML format -> :class:`physics.system.System`.
 
 Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis, gravcomp), ``inertial`` or
-inertia from geoms and density as MuJoCo computes it, hinge/slide/ball/free joints (limits,
+inertia from geoms and density as MuJoCo computes it (with the compiler's boundmass,
+boundinertia, balanceinertia and alignfree), hinge/slide/ball/free joints (limits,
 damping, stiffness or springdamper, armature, frictionloss, actuatorfrcrange, actuatorgravcomp),
 plane/sphere/capsule/ellipsoid/cylinder/box geoms, mesh geoms (``<asset><mesh>`` from a file or
 inline vertices: :mod:`physics.mesh`), height fields (``<asset><hfield>`` from an elevation list,
@@ -191,7 +192,7 @@ _KNOWN = {
         "solimpfriction",
     }
     | _VISUAL,
-    "freejoint": _VISUAL,
+    "freejoint": {"align"} | _VISUAL,
     "frame": {"pos", "childclass", *_ORIENT} | _VISUAL,
     "geom": {
         "type",
@@ -605,6 +606,7 @@ class _Loader:
         self.meshdir, self.strippath, self.fitaabb = "", False, False
         # lower bounds on bodies' mass and principal moments, and the triangle inequality
         self.boundmass, self.boundinertia, self.balanceinertia = 0.0, 0.0, False
+        self.alignfree = False
         self.lengthrange = lengthrange.LengthRangeOptions()
         for c in self.root.iter("compiler"):
             a = dict(c.attrib)
@@ -631,8 +633,9 @@ class _Loader:
             self.boundmass = float(a.get("boundmass", self.boundmass))
             self.boundinertia = float(a.get("boundinertia", self.boundinertia))
             self.balanceinertia = a.get("balanceinertia", "false") == "true"
-            if a.get("alignfree", "false") != "false":
-                raise self.error(c, f"unsupported compiler option alignfree={a['alignfree']!r}")
+            if a.get("alignfree", "false") not in ("true", "false"):
+                raise self.error(c, f"alignfree={a['alignfree']!r} must be true or false")
+            self.alignfree = a.get("alignfree", "false") == "true"
             if a.get("fusestatic", "false") == "true":  # the same dynamics, other body ids
                 warnings.warn(
                     f"{self.source}: <compiler fusestatic='true'>: bodies without joints are "
@@ -974,8 +977,16 @@ class _Loader:
                 "springdamper": springdamper,
                 "actuatorfrcrange": self.actuator_force_range(elem, a),
                 "actuatorgravcomp": a.get("actuatorgravcomp", "false") == "true",
+                "align": self.free_joint_align(elem, a),
             }
         )
+
+    def free_joint_align(self, elem: ET.Element, a: dict[str, str]) -> bool | None:
+        """A <freejoint>'s align: True or False, None (auto) for the compiler's alignfree."""
+        align = a.get("align", "auto")
+        if align not in ("auto", "true", "false"):
+            raise self.error(elem, f"align={align!r} must be auto, true or false")
+        return None if align == "auto" else align == "true"
 
     def actuator_force_range(self, elem: ET.Element, a: dict[str, str]) -> np.ndarray:
         """A joint's actuatorfrcrange where actuatorfrclimited (auto: given), else (-inf, inf):
@@ -1807,6 +1818,35 @@ class _Loader:
         rot = _quat_mat(g["quat"])
         return mass, rot @ np.diag(d) @ rot.T, rot
 
+    def align_free_bodies(self, ipos: np.ndarray, inertia: np.ndarray, axes: np.ndarray) -> None:
+        """MuJoCo's alignfree (or <freejoint align>): a free body without children gets its
+        inertial frame as its own, so its qpos is its centre of mass and principal axes. Its
+        pose moves onto that frame, its geoms and sites are re-expressed in it and its inertial
+        frame becomes the identity (the arrays are updated in place). Equality anchors and
+        relposes stay as written, now in the new frame, as MuJoCo reads them."""
+        parents = {b["parent"] for b in self.bodies}
+        for j in self.joints:
+            b = j["body"]
+            align = self.alignfree if j["align"] is None else j["align"]
+            if j["type"] != S.JNT_FREE or not align or b in parents:
+                continue
+            body = self.bodies[b]
+            if body.get("eigenframe"):
+                raise self.error(
+                    j["elem"],
+                    "alignfree on a body whose inertial frame is the eigenbasis of several "
+                    "geoms' inertia is not supported (MuJoCo orders and signs those axes by "
+                    "its own eigensolver); give the body an <inertial>",
+                )
+            rot = axes[b]
+            body["pos"] = body["pos"] + _quat_mat(body["quat"]) @ ipos[b]
+            body["quat"] = _quat_mul(body["quat"], _mat_quat(rot))
+            for item in (*self.geoms, *self.sites):
+                if item["body"] == b:
+                    item["pos"] = rot.T @ (item["pos"] - ipos[b])
+                    item["quat"] = _quat_mul(_mat_quat(rot.T), item["quat"])
+            ipos[b], inertia[b], axes[b] = 0.0, rot.T @ inertia[b] @ rot, np.eye(3)
+
     def body_inertias(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per body: mass, centre of mass, inertia tensor (body frame) and principal axes (as
         MuJoCo's inertial frame: a single geom's or <inertial>'s own frame, otherwise the
@@ -1841,6 +1881,7 @@ class _Loader:
                 full += pi + pm * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
             mass[b], ipos[b], inertia[b] = m, com, full
             axes[b] = parts[0][3] if len(parts) == 1 else _principal_axes(full)
+            body["eigenframe"] = len(parts) > 1
         for b in range(1, nb):  # the compiler's quick fixes for poorly designed bodies
             mass[b] = max(mass[b], self.boundmass)
             if self.boundinertia > 0 or self.balanceinertia:
@@ -1882,11 +1923,12 @@ class _Loader:
         for section in (c for c in self.root if c.tag == "worldbody"):
             world.extend(section)
         self.walk(world, -1, "main")
+        mass, ipos, inertia, iframe = self.body_inertias()
+        self.align_free_bodies(ipos, inertia, iframe)  # before anything copies a site's pose
         self.parse_tendons()
         self.parse_actuators()
         self.parse_contact()
         self.parse_equality()
-        mass, ipos, inertia, iframe = self.body_inertias()
         parent = tuple(b["parent"] for b in self.bodies)
         topo = S.Topology(
             parent, tuple(j["type"] for j in self.joints), tuple(j["body"] for j in self.joints)

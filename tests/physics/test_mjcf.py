@@ -7,6 +7,7 @@ import mujoco
 import numpy as np
 import pytest
 from gym_assets import GYM_MODELS, gym_asset
+from mujoco_parity import drive_alongside
 
 import physics
 from physics import mjcf
@@ -466,3 +467,47 @@ def test_fusestatic_keeps_static_bodies_with_mujocos_dynamics():
     )
     mujoco.mj_step(m, d, nstep=100)
     np.testing.assert_allclose(np.asarray(state.q), d.qpos, atol=1e-4)
+
+
+ALIGNFREE = """<mujoco><compiler alignfree="true"/>
+  <worldbody><geom type="plane" size="5 5 .1"/><site name="hook" pos="0 0 1.2"/>
+    <body name="brick" pos="0 0 .6" euler="10 20 30"><freejoint/>
+      <geom type="box" size=".1 .05 .03" pos=".1 .05 0" euler="0 0 40"/>
+      <site name="eye" pos=".2 0 .03"/></body>
+    <body name="ball" pos=".5 0 .5"><freejoint/>
+      <inertial pos=".05 0 0" euler="30 0 0" mass="1" diaginertia=".01 .02 .03"/>
+      <geom type="sphere" size=".08" contype="0" conaffinity="0"/></body>
+    <body name="kept" pos="-.5 0 .5"><freejoint align="false"/>
+      <geom type="capsule" fromto="0 0 0 .2 0 0" size=".04"/></body>
+    <body name="arm" pos="0 .6 .5"><freejoint/><geom type="sphere" size=".05" pos=".1 0 0"/>
+      <body pos=".2 0 0"><joint axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .2 0 0"
+        size=".02"/></body></body>
+  </worldbody>
+  <equality><connect site1="eye" site2="hook"/><weld body1="ball" body2="kept"
+    relpose=".3 0 0 1 0 0 0" anchor=".1 0 0"/></equality></mujoco>"""
+
+
+def test_alignfree_moves_childless_free_bodies_onto_their_inertial_frames_as_mujoco():
+    """A childless free body with a geom or an <inertial> (aligned by the compiler's
+    alignfree) takes its inertial frame as its own: qpos0, poses and the geoms' and sites'
+    frames are MuJoCo's, and so are 60 steps with contacts, a site connect and a weld whose
+    anchor and relpose MuJoCo reads in the new frame. A body with children, or whose
+    <freejoint align="false">, keeps its frame."""
+    sys, m = physics.load_mjcf(ALIGNFREE), mujoco.MjModel.from_xml_string(ALIGNFREE)
+    _check_against_mujoco(sys, m)
+    np.testing.assert_allclose(m.body_ipos[1:3], 0, atol=1e-12)  # brick and ball: aligned
+    assert np.abs(m.body_ipos[3]).max() > 0.05 and np.abs(m.body_ipos[4]).max() > 0.01
+    close = lambda a, b: np.testing.assert_allclose(np.asarray(a), b, atol=1e-6)
+    close(sys.body_quat, m.body_quat)
+    close(sys.geom_quat, m.geom_quat)
+    close(sys.site_pos, m.site_pos)
+    close(sys.site_quat, m.site_quat)
+    d = mujoco.MjData(m)
+    state = drive_alongside(sys, m, d, [np.zeros(0)] * 6, 10)
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
+    two_geoms = ALIGNFREE.replace('<site name="eye"', '<geom size=".02"/><site name="eye"')
+    with pytest.raises(physics.MJCFError, match="eigenbasis of several geoms"):
+        physics.load_mjcf(two_geoms)
+    with pytest.raises(physics.MJCFError, match="align='yes' must be auto, true or false"):
+        physics.load_mjcf(ALIGNFREE.replace('align="false"', 'align="yes"'))
