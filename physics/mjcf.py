@@ -10,11 +10,11 @@ a PNG or MuJoCo's binary file, on static bodies: :mod:`physics.hfield`),
 motor/position/velocity/intvelocity/damper/cylinder/muscle/general (fixed, affine or muscle
 gain, affine or muscle bias, integrator/filter/muscle activation) on joints, tendons or sites,
 with muscles' length ranges computed as MuJoCo's compiler computes them
-(``<compiler><lengthrange>``: :mod:`physics.lengthrange`), ``include`` files, ``frame``
-elements, ``option`` timestep/gravity/flags and a medium's density/viscosity/wind (MuJoCo's
-inertia-box fluid model, or its ellipsoid one on geoms with ``fluidshape``: :mod:`physics.fluid`),
-the pyramidal or elliptic friction cone (contacts of condim 1, 3, 4
-and 6), ``default`` classes with ``childclass``, ``contact/exclude`` and explicit
+(``<compiler><lengthrange>``: :mod:`physics.lengthrange`), ``include`` files, ``frame`` and
+``replicate`` elements, ``option`` timestep/gravity/flags and a medium's
+density/viscosity/wind (MuJoCo's inertia-box fluid model, or its ellipsoid one on geoms with
+``fluidshape``: :mod:`physics.fluid`), the pyramidal or elliptic friction cone (contacts of
+condim 1, 3, 4 and 6), ``default`` classes with ``childclass``, ``contact/exclude`` and explicit
 ``contact/pair`` elements, sites, fixed tendons and spatial tendons (through sites and pulleys,
 and around spheres and cylinders) with springs, dampers, limits and friction loss, and
 ``equality`` connect and weld (by bodies or sites), joint and tendon couplings. Purely visual
@@ -194,6 +194,7 @@ _KNOWN = {
     | _VISUAL,
     "freejoint": {"align"} | _VISUAL,
     "frame": {"pos", "childclass", *_ORIENT} | _VISUAL,
+    "replicate": {"count", "offset", "euler", "sep"},
     "geom": {
         "type",
         "pos",
@@ -878,6 +879,44 @@ class _Loader:
         for child, child_cls, child_frame in children:
             if child.tag == "body":
                 self.walk(child, bid, child_cls, child_frame)
+
+    def expand_replicates(self, elem: ET.Element) -> None:
+        """Replaces each <replicate count offset euler sep> below `elem` by `count` <frame>s
+        holding copies of its children, as MuJoCo's compiler does (measured): copy i is turned
+        by i times the euler angles and moved by the sum of the offsets turned by 0, 1, ...,
+        i - 1 times them, and every name in it gets sep and i (zero-padded to the digits of
+        count) appended; an inner replicate's suffix comes first."""
+        children = []
+        for child in list(elem):
+            self.expand_replicates(child)
+            if child.tag != "replicate":
+                children.append(child)
+                continue
+            a = dict(child.attrib)
+            self.check_known(child, a)
+            try:
+                count = int(a.get("count", "1"))
+            except ValueError:
+                raise self.error(child, f"count={a['count']!r} must be an integer") from None
+            if count < 0:
+                raise self.error(child, f"count={count} must be >= 0")
+            offset = self.get_floats(child, a, "offset", np.zeros(3), 3)
+            euler = self.get_floats(child, a, "euler", np.zeros(3), 3)
+            pos = np.zeros(3)
+            for i in range(count):
+                quat = self.orientation(child, {"euler": " ".join(map(repr, (i * euler).tolist()))})
+                frame = ET.Element("frame", pos=" ".join(map(repr, pos.tolist())))
+                frame.set("quat", " ".join(map(repr, quat.tolist())))
+                suffix = f"{a.get('sep', '')}{i:0{len(str(count))}d}"
+                for item in child:
+                    copy_ = copy.deepcopy(item)
+                    for named in copy_.iter():
+                        if "name" in named.attrib:
+                            named.set("name", named.get("name") + suffix)
+                    frame.append(copy_)
+                children.append(frame)
+                pos = pos + _quat_mat(quat) @ offset
+        elem[:] = children
 
     def frame_children(
         self, elem: ET.Element, cls: str, frame: _Frame
@@ -1922,6 +1961,7 @@ class _Loader:
         world = ET.Element("worldbody")  # every <worldbody>'s children, merged as MuJoCo does
         for section in (c for c in self.root if c.tag == "worldbody"):
             world.extend(section)
+        self.expand_replicates(world)
         self.walk(world, -1, "main")
         mass, ipos, inertia, iframe = self.body_inertias()
         self.align_free_bodies(ipos, inertia, iframe)  # before anything copies a site's pose

@@ -511,3 +511,44 @@ def test_alignfree_moves_childless_free_bodies_onto_their_inertial_frames_as_muj
         physics.load_mjcf(two_geoms)
     with pytest.raises(physics.MJCFError, match="align='yes' must be auto, true or false"):
         physics.load_mjcf(ALIGNFREE.replace('align="false"', 'align="yes"'))
+
+
+REPLICATE = """<mujoco><compiler angle="radian" eulerseq="zyx"/>
+  <worldbody><geom type="plane" size="5 5 .1"/>
+    <replicate count="3" offset=".5 0 .1" euler=".3 .2 .1" sep="-">
+      <body name="brick" pos="0 .2 .4" euler=".1 0 0"><freejoint/>
+        <geom name="block" type="box" size=".1 .05 .03"/><site name="eye" pos=".1 0 0"/></body>
+      <geom name="post" type="capsule" fromto="0 1 0 0 1 .3" size=".02"/>
+    </replicate>
+    <body name="rack" pos="-2 0 .5">
+      <replicate count="2" offset=".4 0 0"><replicate count="2" offset="0 .4 0" sep="_">
+        <body name="slider"><joint name="rail" type="slide" axis="0 0 1"/>
+          <geom type="sphere" size=".05"/></body>
+      </replicate></replicate>
+    </body>
+    <replicate count="0"><body name="nothing"><geom size=".1"/></body></replicate>
+    <replicate count="10" offset=".1 0 0"><geom name="pebble" size=".01" pos="3 3 0"/></replicate>
+  </worldbody>
+  <actuator><motor joint="rail_10"/></actuator></mujoco>"""
+
+
+def test_replicate_places_and_names_copies_as_mujoco():
+    """<replicate>: copies turned by multiples of euler (radian, zyx here) and moved by the
+    turned offsets, in bodies and in the world, nested (the inner suffix first), names
+    suffixed (zero-padded to count's digits) so that an actuator outside names a copy's
+    joint; count 0 adds nothing."""
+    sys, m = physics.load_mjcf(REPLICATE), mujoco.MjModel.from_xml_string(REPLICATE)
+    _check_against_mujoco(sys, m)
+    close = lambda a, b: np.testing.assert_allclose(np.asarray(a), b, atol=1e-6)
+    close(sys.body_quat, m.body_quat)
+    close(sys.geom_quat, m.geom_quat)
+    close(sys.site_pos, m.site_pos)
+    assert sys.body_names == tuple(m.body(i).name for i in range(m.nbody))
+    assert sys.body_names[1:4] == ("brick-0", "brick-1", "brick-2")
+    assert sys.jnt_names[-4:] == ("rail_00", "rail_10", "rail_01", "rail_11")
+    assert sys.geom_names == tuple(m.geom(i).name for i in range(m.ngeom))
+    assert sys.site_names == ("eye-0", "eye-1", "eye-2")
+    assert "pebble09" in sys.geom_names
+    for bad, needle in [('count="-1"', "count=-1 must be >= 0"), ('count="x"', "integer")]:
+        with pytest.raises(physics.MJCFError, match=needle):
+            physics.load_mjcf(REPLICATE.replace('count="0"', bad))
