@@ -98,35 +98,48 @@ def _actuated_gravcomp(sys: System) -> np.ndarray:
 @math.full_precision
 def passive_force(sys: System, kin: Kinematics, q: jax.Array, qd: jax.Array) -> jax.Array:
     """Joint damping and stiffness, tendon springs and dampers and gravity compensation
-    (MuJoCo's qfrc_passive) at configuration `q` (its kinematics `kin`) and velocity `qd`.
+    (MuJoCo's qfrc_passive) at configuration `q` (its kinematics `kin`) and velocity `qd`;
+    springs and dampers each left out under MuJoCo's spring and damper flags.
 
     A ball joint's spring turns it back by its rotation from qpos_spring (the rotation vector
     of q_spring^-1 q); a free joint's also pulls its position back, as MuJoCo's mj_passive."""
     topo = sys.topology
     jt = np.asarray(topo.jnt_type)
     scalar = np.nonzero((jt == JNT_HINGE) | (jt == JNT_SLIDE))[0]
-    force = -sys.dof_damping * qd
+    force = jnp.zeros_like(qd) if sys.disable_damper else -sys.dof_damping * qd
+    if sys.disable_spring:  # (<flag spring="disable">)
+        scalar = scalar[:0]
     if scalar.size:
         qa, da = topo.jnt_qposadr[scalar], topo.jnt_dofadr[scalar]
         spring = -sys.jnt_stiffness[scalar] * (q[qa] - sys.qpos_spring[qa])
         force = force.at[da].add(spring)
     offset = q - sys.qpos_spring
-    for j in sys.ball_free_springs:
+    for j in () if sys.disable_spring else sys.ball_free_springs:
         qa, da = int(topo.jnt_qposadr[j]), int(topo.jnt_dofadr[j])
         if jt[j] == JNT_FREE:
             force = force.at[da : da + 3].add(-sys.jnt_stiffness[j] * offset[qa : qa + 3])
             qa, da = qa + 3, da + 3
         turn = math.quat_mul(math.quat_conj(sys.qpos_spring[qa : qa + 4]), q[qa : qa + 4])
         force = force.at[da : da + 3].add(-sys.jnt_stiffness[j] * math.quat_to_rotvec(turn))
-    if sys.spring_tendons:
+    if sys.spring_tendons and not (sys.disable_spring and sys.disable_damper):
         length, moment = tendon.lengths_and_jacobian(sys, kin, q, sys.spring_tendons)
-        velocity = tendon.mat_vec(moment, qd)
         rest = jnp.clip(length, sys.tendon_lengthspring[:, 0], sys.tendon_lengthspring[:, 1])
-        along = sys.tendon_stiffness * (rest - length) - sys.tendon_damping * velocity
+        along = jnp.zeros_like(length)
+        if not sys.disable_spring:
+            along = along + sys.tendon_stiffness * (rest - length)
+        if not sys.disable_damper:
+            along = along - sys.tendon_damping * tendon.mat_vec(moment, qd)
         force = force + tendon.mat_vec(moment.T, along)
     if sys.gravcomp_bodies:
         force = force + jnp.where(_actuated_gravcomp(sys), 0.0, gravity_compensation(sys, kin))
     return force
+
+
+def _clamped(sys: System, ctrl: jax.Array) -> jax.Array:
+    """ctrl clipped to ctrlrange, unless MuJoCo's clampctrl flag is disabled."""
+    if sys.disable_clampctrl:
+        return ctrl
+    return jnp.clip(ctrl, sys.actuator_ctrlrange[:, 0], sys.actuator_ctrlrange[:, 1])
 
 
 def _stateful(sys: System) -> np.ndarray:
@@ -141,8 +154,10 @@ def activation_rate(sys: System, act: jax.Array, ctrl: jax.Array) -> jax.Array:
     idx = _stateful(sys)
     if not idx.size:
         return act
+    if sys.disable_actuation:  # (<flag actuation="disable">: act stays where it is)
+        return jnp.zeros_like(act)
     kind = np.asarray(sys.actuator_dyntype, np.int32)[idx]
-    u = jnp.clip(ctrl[idx], sys.actuator_ctrlrange[idx, 0], sys.actuator_ctrlrange[idx, 1])
+    u = _clamped(sys, ctrl)[idx]
     tau = jnp.maximum(sys.actuator_dynprm[idx, 0], 1e-15)
     rate = jnp.where(kind == 1, u, (u - act) / tau)
     if (kind == DYN_MUSCLE).any():
@@ -295,6 +310,8 @@ def actuator_force(
     joint's total is clipped to its actuatorfrcrange (unless ``clip_joint_totals`` is False:
     MuJoCo's implicit integrators differentiate the unclipped totals)."""
     out = jnp.zeros(sys.nv, sys.dof_damping.dtype)
+    if sys.disable_actuation:  # (<flag actuation="disable">: no force, gravcomp's share too)
+        return out
     if sys.nu:
         out = _actuator_dof_force(sys, kin, q, qd, ctrl, act)
     actuated = _actuated_gravcomp(sys)
@@ -318,7 +335,7 @@ def _actuator_dof_force(
     length, moment = actuator_moments(sys, kin, q)
     length = sys.actuator_gear * length
     velocity = sys.actuator_gear * tendon.mat_vec(moment, qd)
-    clipped = jnp.clip(ctrl, sys.actuator_ctrlrange[:, 0], sys.actuator_ctrlrange[:, 1])
+    clipped = _clamped(sys, ctrl)
     if sys.na:
         if any(sys.actuator_actearly):  # actearly: the activation of the step's end
             early = np.asarray(sys.actuator_actearly, bool)[_stateful(sys)]

@@ -80,6 +80,7 @@ def _pulling_system(sys: System, timestep: float) -> System:
         actuator_muscle_bias=(),
         tendon_actuator_force_limits=(),
         jnt_actfrclimited=(False,) * len(sys.jnt_actfrclimited),
+        disable_actuation=False,
     )
 
 

@@ -330,12 +330,15 @@ _DEFAULTS_OF_REFUSED = {"material", "flex"}
 # simulates (diagnostics, solver and collision internals, features it refuses to load anyway).
 _FLAG_DEFAULTS = {
     **dict.fromkeys(
-        "constraint equality frictionloss limit contact passive gravity clampctrl warmstart "
-        "filterparent actuation refsafe sensor midphase eulerdamp autoreset nativeccd "
-        "island".split(),
+        "constraint equality frictionloss limit contact spring damper gravity clampctrl "
+        "warmstart filterparent actuation refsafe sensor midphase eulerdamp autoreset "
+        "nativeccd island".split(),
         "enable",
     ),
-    **dict.fromkeys("override energy fwdinv invdiscrete multiccd sleep".split(), "disable"),
+    **dict.fromkeys(
+        "override energy fwdinv invdiscrete multiccd sleep diagexact ipc speculative".split(),
+        "disable",
+    ),
 }
 # What each switch this engine honours turns off when disabled.
 _FLAG_EFFECTS = {
@@ -346,6 +349,10 @@ _FLAG_EFFECTS = {
     "gravity": {"gravity"},
     "equality": {"equality"},
     "eulerdamp": {"eulerdamp"},
+    "spring": {"spring"},
+    "damper": {"damper"},
+    "actuation": {"actuation"},
+    "clampctrl": {"clampctrl"},
 }
 _FLAGS_WITHOUT_EFFECT = {
     "warmstart",
@@ -698,10 +705,16 @@ class _Loader:
                     o, f"integrator={self.integrator!r} must be one of {', '.join(INTEGRATORS)}"
                 )
 
+    @property
+    def passive_off(self) -> bool:
+        """Springs and dampers both disabled: MuJoCo's mj_passive then adds nothing at all,
+        gravity compensation and fluid forces included (measured)."""
+        return {"spring", "damper"} <= self.disabled
+
     def parse_flags(self, elem: ET.Element) -> None:
         """<option><flag>: the switches this engine honours (constraint, contact, limit,
-        frictionloss, equality, gravity and eulerdamp off), the ones that change nothing here,
-        and an error for any other."""
+        frictionloss, equality, gravity, eulerdamp, spring, damper, actuation and clampctrl
+        off), the ones that change nothing here, and an error for any other."""
         for key, value in elem.attrib.items():
             if value not in ("enable", "disable"):
                 raise self.error(elem, f"flag {key}={value!r} must be enable or disable")
@@ -2098,7 +2111,9 @@ class _Loader:
             tendon_invweight0=jnp.zeros(ntc, real),
             topology=topo,
             jnt_limited=tuple(j["limited"] for j in self.joints),
-            gravcomp_bodies=tuple(i for i, b in enumerate(self.bodies) if b["gravcomp"] != 0),
+            gravcomp_bodies=()
+            if self.passive_off
+            else tuple(i for i, b in enumerate(self.bodies) if b["gravcomp"] != 0),
             jnt_actgravcomp=tuple(j["actuatorgravcomp"] for j in self.joints),
             jnt_actfrclimited=tuple(
                 bool(np.isfinite(j["actuatorfrcrange"]).any()) for j in self.joints
@@ -2159,11 +2174,15 @@ class _Loader:
             disable_frictionloss="frictionloss" in self.disabled,
             disable_equality="equality" in self.disabled,
             disable_eulerdamp="eulerdamp" in self.disabled,
+            disable_spring="spring" in self.disabled,
+            disable_damper="damper" in self.disabled,
+            disable_actuation="actuation" in self.disabled,
+            disable_clampctrl="clampctrl" in self.disabled,
             integrator=self.integrator,
             dof_friction=tuple(i for i, x in enumerate(frictionloss) if x > 0),
             cone=self.cone,
             impratio=self.impratio,
-            fluid=self.density > 0 or self.viscosity > 0,
+            fluid=(self.density > 0 or self.viscosity > 0) and not self.passive_off,
             fluid_ellipsoids=tuple(i for i, g in enumerate(self.geoms) if g["fluid"][0] > 0),
             contact_pairs=contact.contact_pairs(
                 topo,

@@ -250,7 +250,7 @@ def _implicit_acceleration(
     M is ill-conditioned (M^-1 amplifies f_c's rounding)."""
     dt = sys.timestep
     if sys.integrator == "Euler":
-        if sys.disable_eulerdamp:  # (<flag eulerdamp="disable">: damping stays explicit)
+        if sys.disable_eulerdamp or sys.disable_damper:  # (damping explicit, or none)
             return qacc
         damp = dt * sys.dof_damping
         return qacc - linalg.cho_solve(m + jnp.diag(damp), damp * qacc)

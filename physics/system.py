@@ -314,6 +314,10 @@ class System:
     disable_frictionloss: bool = _static(default=False)  # MuJoCo's mjDSBL_FRICTIONLOSS
     disable_equality: bool = _static(default=False)  # MuJoCo's mjDSBL_EQUALITY
     disable_eulerdamp: bool = _static(default=False)  # mjDSBL_EULERDAMP: damping explicit
+    disable_spring: bool = _static(default=False)  # mjDSBL_SPRING: no joint or tendon springs
+    disable_damper: bool = _static(default=False)  # mjDSBL_DAMPER: no joint or tendon damping
+    disable_actuation: bool = _static(default=False)  # mjDSBL_ACTUATION: no actuator force
+    disable_clampctrl: bool = _static(default=False)  # mjDSBL_CLAMPCTRL: ctrl not clipped
     # tendons with a limit or friction loss, as physics.tendon paths, and which are limited
     constrained_tendons: tuple[TendonPath, ...] = _static(default=())
     tendon_limited: tuple[bool, ...] = _static(default=())

@@ -418,10 +418,54 @@ def test_eulerdamp_flag_integrates_damping_explicitly_as_mujoco():
     assert abs(trajectories[0] - trajectories[1]) > 1e-3
 
 
+# Springs and dampers on joints and a tendon, gravity compensation and a medium (which MuJoCo
+# drops with springs and dampers both off), a motor and a filter past their ctrlrange.
+PASSIVE_XML = """<mujoco><option density="300"><flag {flags}/></option>
+  <worldbody><body pos="0 0 1" gravcomp=".5">
+    <joint name="a" axis="0 1 0" stiffness="2" springref="20" damping=".3"/>
+    <geom type="capsule" fromto="0 0 0 .3 0 0" size=".05"/>
+    <body pos=".3 0 0"><joint name="b" axis="0 1 0" damping=".1"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".05"/></body></body></worldbody>
+  <tendon><fixed stiffness="3" damping=".2" springlength=".1"><joint joint="a" coef="1"/>
+    <joint joint="b" coef="-.5"/></fixed></tendon>
+  <actuator><motor joint="a" ctrlrange="-1 1"/>
+    <general joint="b" dyntype="filter" dynprm=".05" gainprm="2" ctrlrange="-1 1"/></actuator>
+</mujoco>"""
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        'spring="disable"',
+        'damper="disable"',  # Euler's implicit damping goes too
+        'spring="disable" damper="disable"',  # and with both, gravcomp and the medium
+        'actuation="disable"',  # no actuator force; act stays
+        'clampctrl="disable"',
+    ],
+)
+def test_passive_and_actuation_flags_match_mujoco(flags):
+    xml = PASSIVE_XML.format(flags=flags)
+    sys, m = physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml)
+    default = mujoco.MjModel.from_xml_string(PASSIVE_XML.format(flags=""))
+    controls = [np.array([3.0, 2.0]), np.array([-2.0, -3.0])]
+    d, unflagged = mujoco.MjData(m), mujoco.MjData(default)
+    for data in (d, unflagged):
+        data.qpos[:], data.qvel[:] = [0.3, -0.4], [1.0, -0.5]
+    state = drive_alongside(sys, m, d, controls, 10)
+    for ctrl in controls:
+        unflagged.ctrl[:] = ctrl
+        mujoco.mj_step(default, unflagged, nstep=10)
+    assert np.abs(d.qpos - unflagged.qpos).max() > 1e-3  # the flag changes the motion
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-5)
+    np.testing.assert_allclose(state.act, d.act, atol=1e-6)
+
+
 @pytest.mark.parametrize(
     "flag, needle",
     [
-        ('passive="disable"', "unsupported flag passive"),
+        ('filterparent="disable"', "unsupported flag filterparent"),
+        ('passive="disable"', "unknown flag 'passive'"),  # MuJoCo 4: spring and damper
+        ('speculative="enable"', "unsupported flag speculative"),
         ('contacts="disable"', "unknown flag 'contacts'"),
         ('contact="off"', "must be enable or disable"),
     ],
