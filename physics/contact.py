@@ -109,10 +109,13 @@ def contact_pairs(
     geom_conaffinity: tuple[int, ...],
     exclude_pairs: tuple[tuple[int, int], ...] = (),
     explicit: tuple[tuple[int, int], ...] = (),
+    filter_parent: bool = True,
 ) -> tuple[tuple[int, int], ...]:
     """Candidate geom pairs (g1, g2), type[g1] <= type[g2], filtered as MuJoCo's mj_collision:
     the ``explicit`` pairs (<contact><pair>) first, then the geoms' own pairs, less those the
-    explicit ones replace.
+    explicit ones replace. Geoms welded together never collide; with ``filter_parent`` (MuJoCo's
+    filterparent flag) neither do those of a body and its parent, unless the parent is welded
+    to the world.
 
     Explicit pairs of types the narrow phase has no function for (a plane or height field
     against a height field, which MuJoCo accepts and never collides) are returned too;
@@ -136,7 +139,8 @@ def contact_pairs(
             w1, w2 = weld[b1], weld[b2]
             if w1 == w2:
                 continue
-            if w1 != 0 and w2 != 0 and (w1 == weld_parent[b2] or w2 == weld_parent[b1]):
+            parent_child = w1 == weld_parent[b2] or w2 == weld_parent[b1]
+            if filter_parent and w1 != 0 and w2 != 0 and parent_child:
                 continue
             if frozenset((b1, b2)) in excluded or frozenset((g1, g2)) in replaced:
                 continue

@@ -353,6 +353,7 @@ _FLAG_EFFECTS = {
     "damper": {"damper"},
     "actuation": {"actuation"},
     "clampctrl": {"clampctrl"},
+    "filterparent": {"filterparent"},
 }
 _FLAGS_WITHOUT_EFFECT = {
     "warmstart",
@@ -713,8 +714,8 @@ class _Loader:
 
     def parse_flags(self, elem: ET.Element) -> None:
         """<option><flag>: the switches this engine honours (constraint, contact, limit,
-        frictionloss, equality, gravity, eulerdamp, spring, damper, actuation and clampctrl
-        off), the ones that change nothing here, and an error for any other."""
+        frictionloss, equality, gravity, eulerdamp, spring, damper, actuation, clampctrl and
+        filterparent off), the ones that change nothing here, and an error for any other."""
         for key, value in elem.attrib.items():
             if value not in ("enable", "disable"):
                 raise self.error(elem, f"flag {key}={value!r} must be enable or disable")
@@ -2192,6 +2193,7 @@ class _Loader:
                 tuple(g["conaffinity"] for g in self.geoms),
                 tuple(excl),
                 tuple(p["geoms"] for p in pairs),
+                filter_parent="filterparent" not in self.disabled,
             ),
         )
         problems = contact.check_supported(sys_)

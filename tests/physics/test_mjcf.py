@@ -463,7 +463,7 @@ def test_passive_and_actuation_flags_match_mujoco(flags):
 @pytest.mark.parametrize(
     "flag, needle",
     [
-        ('filterparent="disable"', "unsupported flag filterparent"),
+        ('override="enable"', "unsupported flag override"),
         ('passive="disable"', "unknown flag 'passive'"),  # MuJoCo 4: spring and damper
         ('speculative="enable"', "unsupported flag speculative"),
         ('contacts="disable"', "unknown flag 'contacts'"),
@@ -596,3 +596,30 @@ def test_replicate_places_and_names_copies_as_mujoco():
     for bad, needle in [('count="-1"', "count=-1 must be >= 0"), ('count="x"', "integer")]:
         with pytest.raises(physics.MJCFError, match=needle):
             physics.load_mjcf(REPLICATE.replace('count="0"', bad))
+
+
+def test_filterparent_flag_lets_bodies_touch_their_parents_as_mujoco(x64):
+    """<flag filterparent="disable">: a body's geoms collide with its parent's (those welded
+    together still never do, nor a child of a body welded to the world with it): 30 steps
+    against MuJoCo in float64 (the deep start leaves float32 3e-3 off), which differ from the
+    filtered ones."""
+    xml = """<mujoco><option><flag filterparent="disable"/></option><worldbody>
+      <geom type="plane" size="5 5 .1"/>
+      <body pos="0 0 .3"><joint type="slide" axis="0 0 1"/><geom type="sphere" size=".1"/>
+        <body pos=".15 0 0"><joint axis="0 1 0"/><geom type="sphere" size=".1" pos="0 0 .05"/>
+          <body pos=".1 0 0"><geom type="sphere" size=".05"/></body></body></body>
+      <body pos="2 0 .5"><geom type="sphere" size=".1"/>
+        <body pos=".15 0 0"><joint axis="0 1 0"/><geom type="sphere" size=".1"/></body></body>
+    </worldbody></mujoco>"""
+    filtered = mujoco.MjModel.from_xml_string(xml.replace('filterparent="disable"', ""))
+    sys, m = physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml)
+    d, reference = mujoco.MjData(m), mujoco.MjData(filtered)
+    state = drive_alongside(sys, m, d, [np.zeros(0)] * 3, 10)
+    mujoco.mj_step(filtered, reference, nstep=30)
+    assert np.abs(d.qpos - reference.qpos).max() > 1e-2
+    # filtered (MuJoCo's default): the sliding sphere (geom 1) and its child (2) never meet;
+    # the child (5) of the body welded to the world (4) does meet its parent
+    pairs = physics.load_mjcf(xml.replace('filterparent="disable"', "")).contact_pairs
+    assert (1, 2) not in pairs and (4, 5) in pairs and (1, 2) in sys.contact_pairs
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-9)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-8)
