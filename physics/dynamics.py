@@ -107,9 +107,7 @@ def passive_force(sys: System, kin: Kinematics, q: jax.Array, qd: jax.Array) -> 
     jt = np.asarray(topo.jnt_type)
     scalar = np.nonzero((jt == JNT_HINGE) | (jt == JNT_SLIDE))[0]
     force = jnp.zeros_like(qd) if sys.disable_damper else -sys.dof_damping * qd
-    if sys.disable_spring:  # (<flag spring="disable">)
-        scalar = scalar[:0]
-    if scalar.size:
+    if scalar.size and not sys.disable_spring:
         qa, da = topo.jnt_qposadr[scalar], topo.jnt_dofadr[scalar]
         spring = -sys.jnt_stiffness[scalar] * (q[qa] - sys.qpos_spring[qa])
         force = force.at[da].add(spring)
