@@ -398,6 +398,9 @@ def _pair_params(sys: System, lay: _Layout) -> tuple:
     solreffriction, solimp) as MuJoCo's mj_collideGeoms/mj_contactParam; an explicit pair
     (the first len(sys.pair_condim)) states its own.
 
+    With the override flag every contact takes the option's o_friction, o_margin, o_solref
+    and o_solimp instead (measured in MuJoCo 4.0.1: a pair's solreffriction too).
+
     geom `gap` is left out: in MuJoCo 4.0 it only widens the detection of inactive contacts
     (reported, never solved), and a contact's rows start at the summed margin."""
     g1, g2, win = lay.pair_g1, lay.pair_g2, lay.pair_win
@@ -431,6 +434,13 @@ def _pair_params(sys: System, lay: _Layout) -> tuple:
         solref = solref.at[:nexp].set(sys.pair_solref)
         solreffriction = solreffriction.at[:nexp].set(sys.pair_solreffriction)
         solimp = solimp.at[:nexp].set(sys.pair_solimp)
+    if sys.enable_override:  # MuJoCo's mj_assign*: the option's values, a pair's included
+        n = margin.shape[0]
+        friction = jnp.broadcast_to(sys.o_friction, (n, 5))
+        margin = jnp.broadcast_to(sys.o_margin, (n,))
+        solref = jnp.broadcast_to(sys.o_solref, (n, 2))
+        solreffriction = jnp.zeros_like(solref)  # 0 0: the friction rows take solref, o_solref
+        solimp = jnp.broadcast_to(sys.o_solimp, (n, 5))
     return friction, margin, solref, solreffriction, solimp
 
 

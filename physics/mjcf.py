@@ -11,7 +11,8 @@ motor/position/velocity/intvelocity/damper/cylinder/muscle/general (fixed, affin
 gain, affine or muscle bias, integrator/filter/muscle activation) on joints, tendons or sites,
 with muscles' length ranges computed as MuJoCo's compiler computes them
 (``<compiler><lengthrange>``: :mod:`physics.lengthrange`), ``include`` files, ``frame`` and
-``replicate`` elements, ``option`` timestep/gravity/flags and a medium's
+``replicate`` elements, ``option`` timestep/gravity/flags (the contact ``override`` with
+o_margin/o_solref/o_solimp/o_friction included) and a medium's
 density/viscosity/wind (MuJoCo's inertia-box fluid model, or its ellipsoid one on geoms with
 ``fluidshape``: :mod:`physics.fluid`), the pyramidal or elliptic friction cone (contacts of
 condim 1, 3, 4 and 6), ``default`` classes with ``childclass``, ``contact/exclude`` and explicit
@@ -268,6 +269,10 @@ _KNOWN = {
         "magnetic",
         "jacobian",
         "apirate",
+        "o_margin",
+        "o_solref",
+        "o_solimp",
+        "o_friction",
     },
     "compiler": {
         "angle",
@@ -355,6 +360,8 @@ _FLAG_EFFECTS = {
     "clampctrl": {"clampctrl"},
     "filterparent": {"filterparent"},
 }
+# The switches off by default that this engine honours when enabled.
+_ENABLE_FLAGS = {"override"}
 _FLAGS_WITHOUT_EFFECT = {
     "warmstart",
     "refsafe",
@@ -369,6 +376,8 @@ _FLAGS_WITHOUT_EFFECT = {
     "multiccd",
     "sleep",
 }
+# A contact's five friction coefficients when nothing sets them (a pair's, MuJoCo's o_friction)
+_DEFAULT_FRICTION = (1.0, 1.0, 0.005, 0.0001, 0.0001)
 # Option values that must keep MuJoCo's default for the model to be simulated faithfully.
 _OPTION_ZERO = ("noslip_iterations",)
 
@@ -676,6 +685,10 @@ class _Loader:
         self.integrator = "Euler"
         self.density, self.viscosity, self.wind = 0.0, 0.0, np.zeros(3)
         self.disabled: set[str] = set()  # features <flag> turns off (_FLAG_EFFECTS values)
+        self.enabled: set[str] = set()  # switches <flag> turns on (_ENABLE_FLAGS)
+        self.o_margin, self.o_solref = 0.0, np.asarray(con.DEFAULT_SOLREF, np.float64)
+        self.o_solimp = np.asarray(con.DEFAULT_SOLIMP, np.float64)
+        self.o_friction = np.asarray(_DEFAULT_FRICTION, np.float64)
         for o in self.root.iter("option"):
             a = dict(o.attrib)
             self.check_known(o, a)
@@ -698,6 +711,10 @@ class _Loader:
             self.density = float(a.get("density", self.density))
             self.viscosity = float(a.get("viscosity", self.viscosity))
             self.wind = self.get_floats(o, a, "wind", self.wind, 3)
+            self.o_margin = float(a.get("o_margin", self.o_margin))
+            self.o_solref = self.padded(o, a, "o_solref", tuple(self.o_solref))
+            self.o_solimp = self.padded(o, a, "o_solimp", tuple(self.o_solimp))
+            self.o_friction = self.padded(o, a, "o_friction", tuple(self.o_friction))
             if self.density < 0 or self.viscosity < 0:
                 raise self.error(o, "density and viscosity must be non-negative")
             self.integrator = a.get("integrator", self.integrator)
@@ -715,7 +732,8 @@ class _Loader:
     def parse_flags(self, elem: ET.Element) -> None:
         """<option><flag>: the switches this engine honours (constraint, contact, limit,
         frictionloss, equality, gravity, eulerdamp, spring, damper, actuation, clampctrl and
-        filterparent off), the ones that change nothing here, and an error for any other."""
+        filterparent off; override on), the ones that change nothing here, and an error for any
+        other."""
         for key, value in elem.attrib.items():
             if value not in ("enable", "disable"):
                 raise self.error(elem, f"flag {key}={value!r} must be enable or disable")
@@ -723,9 +741,12 @@ class _Loader:
                 raise self.error(elem, f"unknown flag {key!r}")
             if value == _FLAG_DEFAULTS[key] or key in _FLAGS_WITHOUT_EFFECT:
                 continue
-            if key not in _FLAG_EFFECTS:
+            if key in _ENABLE_FLAGS and value == "enable":
+                self.enabled.add(key)
+            elif key in _FLAG_EFFECTS and value == "disable":
+                self.disabled |= _FLAG_EFFECTS[key]
+            else:
                 raise self.error(elem, f"unsupported flag {key}={value!r}")
-            self.disabled |= _FLAG_EFFECTS[key]
 
     def parse_defaults(self) -> None:
         self.classes["main"] = {}
@@ -1577,7 +1598,7 @@ class _Loader:
             "elem": e,
             "geoms": tuple(ids),
             "condim": condim,
-            "friction": self.padded(e, a, "friction", (1.0, 1.0, 0.005, 0.0001, 0.0001)),
+            "friction": self.padded(e, a, "friction", _DEFAULT_FRICTION),
             "solref": self.get_floats(e, a, "solref", con.DEFAULT_SOLREF, 2),
             "solreffriction": self.get_floats(e, a, "solreffriction", [0.0, 0.0], 2),
             "solimp": self.padded(e, a, "solimp", con.DEFAULT_SOLIMP),
@@ -2038,6 +2059,10 @@ class _Loader:
             density=floats(self.density),
             viscosity=floats(self.viscosity),
             wind=floats(self.wind),
+            o_margin=floats(self.o_margin),
+            o_solref=floats(self.o_solref),
+            o_solimp=floats(self.o_solimp),
+            o_friction=floats(self.o_friction),
             body_pos=floats([b["pos"] for b in self.bodies]),
             body_quat=floats([b["quat"] for b in self.bodies]),
             body_mass=floats(mass),
@@ -2179,6 +2204,7 @@ class _Loader:
             disable_damper="damper" in self.disabled,
             disable_actuation="actuation" in self.disabled,
             disable_clampctrl="clampctrl" in self.disabled,
+            enable_override="override" in self.enabled,
             integrator=self.integrator,
             dof_friction=tuple(i for i, x in enumerate(frictionloss) if x > 0),
             cone=self.cone,

@@ -172,6 +172,12 @@ class System:
     density: jax.Array  # [] of the medium (fluid forces, physics.fluid)
     viscosity: jax.Array  # [] of the medium
     wind: jax.Array  # [3] velocity of the medium
+    # MuJoCo's contact override (<flag override="enable">, static enable_override): every
+    # contact, geom pair or explicit pair, takes these in place of its own parameters
+    o_margin: jax.Array  # []
+    o_solref: jax.Array  # [2] (friction rows too: it also replaces a pair's solreffriction)
+    o_solimp: jax.Array  # [5]
+    o_friction: jax.Array  # [5] sliding (2), torsional, rolling (2)
     # bodies
     body_pos: jax.Array  # [nbody, 3] offset in the parent frame
     body_quat: jax.Array  # [nbody, 4]
@@ -318,6 +324,7 @@ class System:
     disable_damper: bool = _static(default=False)  # mjDSBL_DAMPER: no joint or tendon damping
     disable_actuation: bool = _static(default=False)  # mjDSBL_ACTUATION: no actuator force
     disable_clampctrl: bool = _static(default=False)  # mjDSBL_CLAMPCTRL: ctrl not clipped
+    enable_override: bool = _static(default=False)  # mjENBL_OVERRIDE: contacts take o_*
     # tendons with a limit or friction loss, as physics.tendon paths, and which are limited
     constrained_tendons: tuple[TendonPath, ...] = _static(default=())
     tendon_limited: tuple[bool, ...] = _static(default=())

@@ -463,7 +463,7 @@ def test_passive_and_actuation_flags_match_mujoco(flags):
 @pytest.mark.parametrize(
     "flag, needle",
     [
-        ('override="enable"', "unsupported flag override"),
+        ('diagexact="enable"', "unsupported flag diagexact"),
         ('passive="disable"', "unknown flag 'passive'"),  # MuJoCo 4: spring and damper
         ('speculative="enable"', "unsupported flag speculative"),
         ('contacts="disable"', "unknown flag 'contacts'"),
@@ -623,3 +623,36 @@ def test_filterparent_flag_lets_bodies_touch_their_parents_as_mujoco(x64):
     assert (1, 2) not in pairs and (4, 5) in pairs and (1, 2) in sys.contact_pairs
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-9)
     np.testing.assert_allclose(state.qd, d.qvel, atol=1e-8)
+
+
+# A ball rolling off with spin, a hinged capsule against the floor through an explicit pair,
+# margins, and parameters of their own that the override replaces.
+OVERRIDE_XML = """<mujoco><option cone="elliptic" tolerance="1e-12" o_margin=".004"
+    o_solref=".03 .7" o_solimp=".8 .9 .002" o_friction=".3 .2 .01 .001 .002">
+    <flag override="enable"/></option>
+  <worldbody><geom name="floor" type="plane" size="5 5 .1" friction="1 .005 .0001"
+    margin=".01"/>
+    <body pos="0 0 .1"><freejoint/>
+      <geom type="sphere" size=".1" condim="6" solref=".01 1" margin=".02"/></body>
+    <body pos="1 0 .5"><joint axis="0 1 0"/>
+      <geom name="arm" type="capsule" fromto="0 0 0 .45 0 -.45" size=".05" condim="3"/></body>
+  </worldbody>
+  <contact><pair geom1="floor" geom2="arm" condim="4" friction=".9 .9 .01" solref=".04 1"
+    solreffriction=".05 .5" margin=".1"/></contact></mujoco>"""
+
+
+def test_override_flag_gives_every_contact_the_options_parameters_as_mujoco(x64):
+    """<flag override="enable">: every contact, the pair's too (its solreffriction included),
+    takes o_margin, o_solref, o_solimp and o_friction; 40 steps against MuJoCo (its solver
+    run to 1e-12), which differ from the same model without the override."""
+    plain = mujoco.MjModel.from_xml_string(OVERRIDE_XML.replace('override="enable"', ""))
+    sys, m = physics.load_mjcf(OVERRIDE_XML), mujoco.MjModel.from_xml_string(OVERRIDE_XML)
+    assert sys.enable_override
+    d, reference = mujoco.MjData(m), mujoco.MjData(plain)
+    for data in (d, reference):
+        data.qvel[:] = [1.0, 0.0, 0.0, 0.0, 20.0, 5.0, 2.0]
+    state = drive_alongside(sys, m, d, [np.zeros(0)] * 4, 10)
+    mujoco.mj_step(plain, reference, nstep=40)
+    assert np.abs(d.qpos - reference.qpos).max() > 1e-2
+    np.testing.assert_allclose(state.q, d.qpos, atol=1e-9)
+    np.testing.assert_allclose(state.qd, d.qvel, atol=1e-7)
