@@ -36,7 +36,7 @@ import numpy as np
 
 from physics import collision as col
 from physics import constraints as con
-from physics import dynamics, equality, hfield, kinematics, linalg, math, tendon
+from physics import dynamics, equality, hfield, kinematics, linalg, math, noslip, tendon
 from physics.mesh import Hull
 from physics.system import (
     GEOM_HFIELD,
@@ -784,6 +784,8 @@ def solve_constraints(
         cones=cones,
         hessian_form=sys.hessian_form,
     )
+    if sys.noslip_iterations and (lay.nfric or len(lay.ten_fric) or contact is not None):
+        res = _noslip(sys, lay, mass, qacc_smooth, J, unit, aref, res.efc_force, bounds, contact)
     if contact is None:
         return ConstraintResult(res.qfrc_constraint, res.qacc, empty, jnp.zeros((nb, 6), dtype))
     c, fdir, c1 = contact.collision, contact.friction, contact.frictionless  # solved slots
@@ -803,6 +805,46 @@ def solve_constraints(
     return ConstraintResult(
         res.qfrc_constraint, res.qacc, cstate, _cfrc_ext(sys, state.kin, lay, cstate)
     )
+
+
+def _noslip(  # noqa: ANN202
+    sys: System,
+    lay: _Layout,
+    mass: jax.Array,
+    qacc_smooth: jax.Array,
+    J: jax.Array,
+    unit,  # noqa: ANN001
+    aref: jax.Array,
+    force: jax.Array,
+    bounds,  # noqa: ANN001
+    contact: ContactRows | None,
+):
+    """The main solve's result after MuJoCo's noslip sweeps (physics.noslip) on its forces:
+    row forces, J^T force and qacc = qacc_smooth + M^-1 J^T force."""
+    nv = sys.nv
+    full = jnp.concatenate([jnp.asarray(con.unit_matrix(unit, nv), J.dtype), J])
+    nunit = full.shape[0] - J.shape[0]
+    ten_fric = nunit + lay.neq + np.arange(len(lay.ten_fric))  # after the equality rows
+    dry = np.concatenate([np.arange(lay.nfric), ten_fric]).astype(int)
+    k = rows_per_contact(sys, lay)
+    if contact is None:
+        mu, has, start = jnp.zeros((0, 0), force.dtype), jnp.zeros((0, 0), bool), len(force)
+    else:  # friction is 0 on the directions a contact lacks
+        mu, has = contact.friction, contact.friction > 0
+        start = len(force) - k * len(contact.sel)  # the contacts' rows come last
+    rows = noslip.FrictionRows(
+        dry,
+        bounds[1][dry] if len(dry) else jnp.zeros((0,), force.dtype),
+        start,
+        k,
+        sys.cone == "elliptic",
+        mu,
+        has,
+    )
+    A = noslip.delassus(mass, full)
+    force = noslip.noslip(A, full @ qacc_smooth - aref, force, rows, sys.noslip_iterations)
+    qfrc = full.T @ force
+    return con.SolverResult(qacc_smooth + linalg.cho_solve(mass, qfrc), qfrc, force)
 
 
 def empty_contact(sys: System, dtype: jnp.dtype = jnp.float32) -> ContactState:

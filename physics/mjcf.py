@@ -12,7 +12,8 @@ gain, affine or muscle bias, integrator/filter/muscle activation) on joints, ten
 with muscles' length ranges computed as MuJoCo's compiler computes them
 (``<compiler><lengthrange>``: :mod:`physics.lengthrange`), ``include`` files, ``frame`` and
 ``replicate`` elements, ``option`` timestep/gravity/flags (the contact ``override`` with
-o_margin/o_solref/o_solimp/o_friction included) and a medium's
+o_margin/o_solref/o_solimp/o_friction included), ``noslip_iterations`` (MuJoCo's noslip
+sweeps, :mod:`physics.noslip`) and a medium's
 density/viscosity/wind (MuJoCo's inertia-box fluid model, or its ellipsoid one on geoms with
 ``fluidshape``: :mod:`physics.fluid`), the pyramidal or elliptic friction cone (contacts of
 condim 1, 3, 4 and 6), ``default`` classes with ``childclass``, ``contact/exclude`` and explicit
@@ -263,6 +264,7 @@ _KNOWN = {
         "cone",
         "impratio",
         "noslip_iterations",
+        "noslip_tolerance",
         "density",
         "viscosity",
         "wind",
@@ -378,8 +380,6 @@ _FLAGS_WITHOUT_EFFECT = {
 }
 # A contact's five friction coefficients when nothing sets them (a pair's, MuJoCo's o_friction)
 _DEFAULT_FRICTION = (1.0, 1.0, 0.005, 0.0001, 0.0001)
-# Option values that must keep MuJoCo's default for the model to be simulated faithfully.
-_OPTION_ZERO = ("noslip_iterations",)
 
 
 class MJCFError(ValueError):
@@ -682,6 +682,7 @@ class _Loader:
     def parse_option(self) -> None:
         self.timestep, self.gravity = 0.002, np.array([0.0, 0.0, -9.81])
         self.iterations, self.cone, self.impratio = 100, "pyramidal", 1.0
+        self.noslip_iterations = 0
         self.integrator = "Euler"
         self.density, self.viscosity, self.wind = 0.0, 0.0, np.zeros(3)
         self.disabled: set[str] = set()  # features <flag> turns off (_FLAG_EFFECTS values)
@@ -705,9 +706,9 @@ class _Loader:
             self.impratio = float(a.get("impratio", self.impratio))
             if not self.impratio > 0:
                 raise self.error(o, f"impratio={self.impratio!r} must be > 0")
-            for key in _OPTION_ZERO:
-                if float(a.get(key, 0)) != 0:
-                    raise self.error(o, f"unsupported option {key}={a[key]!r}")
+            self.noslip_iterations = int(a.get("noslip_iterations", self.noslip_iterations))
+            if self.noslip_iterations < 0:
+                raise self.error(o, f"noslip_iterations={self.noslip_iterations} must be >= 0")
             self.density = float(a.get("density", self.density))
             self.viscosity = float(a.get("viscosity", self.viscosity))
             self.wind = self.get_floats(o, a, "wind", self.wind, 3)
@@ -2195,6 +2196,7 @@ class _Loader:
             mocap_bodies=tuple(self.mocap),
             actuator_names=tuple(u["name"] for u in self.actuators),
             solver_iterations=self.iterations,
+            noslip_iterations=self.noslip_iterations,
             disable_contact="contact" in self.disabled,
             disable_limit="limit" in self.disabled,
             disable_frictionloss="frictionloss" in self.disabled,

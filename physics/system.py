@@ -363,6 +363,7 @@ class System:
     # mocap_pos/mocap_quat (`System.with_mocap`)
     mocap_bodies: tuple[int, ...] = _static(default=())
     solver_iterations: int = _static(default=100)  # <option iterations>: hint for the solver
+    noslip_iterations: int = _static(default=0)  # <option noslip_iterations>: physics.noslip
     cone: str = _static(default="pyramidal")
     impratio: float = _static(default=1.0)
     fluid: bool = _static(default=False)  # density or viscosity > 0: fluid forces are computed
