@@ -513,14 +513,21 @@ def collide_capsule_box(
     """Capsule against box (approximation): 2 slots.
 
     Slot 1 is the deepest point of the capsule segment in the box SDF (convex along the
-    segment, so golden-section search finds it), slot 2 unused. If the axis is parallel to
+    segment, so golden-section search finds it, to 1e-5 of the segment inside it and exactly
+    at its ends), slot 2 unused. If the axis is parallel to
     the box face of that contact, the slots are instead the ends of the segment clipped to
     the face's extent, which is what MuJoCo reports for a capsule lying on a face.
     """
     a, b = _capsule_ends(pos1, mat1, size1)
     r = size1[0]
     la, ld = mat2.T @ (a - pos2), mat2.T @ (b - a)  # segment in box coordinates
-    t_star = _golden_min(lambda t: _box_sdf(la + t * ld, size2)[0], ld.dtype)
+    sdf = lambda t: _box_sdf(la + t * ld, size2)[0]  # noqa: E731
+    # the search brackets the minimum to 1e-5 of the segment; where that is an end (a tilted
+    # capsule's end sphere on a face, the common case) the end itself is exact
+    t_star = _golden_min(sdf, ld.dtype)
+    ends = jnp.asarray([0.0, 1.0], ld.dtype)
+    t_star = jnp.where(sdf(ends[0]) <= sdf(t_star), ends[0], t_star)
+    t_star = jnp.where(sdf(ends[1]) < sdf(t_star), ends[1], t_star)
     dist0, pos0, n0 = _point_box(a + t_star * (b - a), r, pos2, mat2, size2)
 
     n_local = _box_sdf(la + t_star * ld, size2)[1]

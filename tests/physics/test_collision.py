@@ -178,6 +178,25 @@ def test_capsule_lying_on_box_face_gives_two_contacts_like_mujoco():
         np.testing.assert_allclose(ours.normal[j], c.frame[:3], atol=1e-3)
 
 
+def test_tilted_capsule_end_on_a_box_face_is_exact(x64):
+    """Where the deepest point is an end of the capsule's segment (a tilted capsule on a
+    face), the golden-section search's last bracket is replaced by the end itself: MuJoCo's
+    distance to rounding, not to the bracket (it was 3e-7 off)."""
+    m = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><geom type="box" pos="0 0 .6" size="1 1 .05"/><body pos="0 0 .5">'
+        '<freejoint/><geom type="capsule" fromto="-.1 0 0 .2 0 0" size=".05"/></body>'
+        "</worldbody></mujoco>"
+    )
+    d = mujoco.MjData(m)
+    for tilt in (0.2, -0.35):
+        d.qpos[3:7] = [np.cos(tilt / 2), 0, np.sin(tilt / 2), 0]
+        mujoco.mj_forward(m, d)
+        assert d.ncon == 1
+        pos, mat = d.geom_xpos, d.geom_xmat.reshape(-1, 3, 3)
+        ours = col.collide(3, 6, pos[1], mat[1], m.geom_size[1], pos[0], mat[0], m.geom_size[0])
+        np.testing.assert_allclose(float(jnp.min(ours.dist)), d.contact[0].dist, atol=1e-12)
+
+
 @pytest.mark.parametrize("offset", [[0.2, 0, 0.15], [1.15, 0, 0.05]], ids=["overlap", "no-overlap"])
 def test_parallel_capsules_two_contacts_like_mujoco(offset):
     m = mujoco.MjModel.from_xml_string(
