@@ -29,7 +29,7 @@ SCENE = """<mujoco><option gravity="3 1 -9.81" cone="{cone}" noslip_iterations="
 
 BALL = """<mujoco><option gravity="3 1 -9.81" cone="{cone}" noslip_iterations="{sweeps}"/>
   <worldbody><geom type="plane" size="5 5 .1"/>
-    <body pos="0 0 .1"><freejoint/><geom type="sphere" size=".1" condim="4"/></body>
+    <body pos="0 0 .1"><freejoint/><geom type="sphere" size=".1" condim="3"/></body>
   </worldbody></mujoco>"""
 
 
@@ -69,7 +69,7 @@ def _mujoco_forces_by_pair(m, d):
 
 
 def test_gradient_through_noslip_is_finite():
-    """Through the sweeps of a ball that rolls and twists on the floor."""
+    """Through the sweeps of a ball that rolls on the floor."""
     sys = physics.load_mjcf(BALL.format(cone="elliptic", sweeps=2))
 
     def loss(qd):
@@ -92,6 +92,7 @@ def _brute_force(a, b, d, r):
 
 
 def test_qcqp_minimizes_within_the_ellipse_and_leaves_missing_directions_out(x64):
+    qcqp = jax.jit(noslip.qcqp)
     rng = np.random.default_rng(0)
     for _ in range(10):
         g = rng.normal(size=(2, 2))
@@ -110,15 +111,13 @@ def test_qcqp_minimizes_within_the_ellipse_and_leaves_missing_directions_out(x64
         # where a + la is not positive definite, nothing: tested as MuJoCo does, on the
         # determinant for 2 or 3 directions (1e-12 here), on a Cholesky pivot for more
         for n, scale, fails in [(2, 1e-6, True), (5, 1e-6, False), (5, 1e-11, True)]:
-            x, binds = noslip.qcqp(
-                scale * jnp.eye(n), jnp.ones(n), jnp.ones(n), 0.1, jnp.ones(n, bool)
-            )
+            x, binds = qcqp(scale * jnp.eye(n), jnp.ones(n), jnp.ones(n), 0.1, jnp.ones(n, bool))
             assert (not np.any(np.asarray(x)) and not binds) == fails
         for args, rows in [
             ((a, b, d, r, np.ones(2, bool)), slice(None)),
             ((big, b5, d5, r, has), keep),
         ]:
-            x, binds = noslip.qcqp(*map(jnp.asarray, args))
+            x, binds = qcqp(*map(jnp.asarray, args))
             x = np.asarray(x)
             np.testing.assert_allclose(x[rows], expect, atol=2e-3 * r)
             assert not np.any(x[~args[-1]])
