@@ -532,6 +532,7 @@ class ContactRows(NamedTuple):
     active: jax.Array  # [ncon]
     sel: jax.Array | np.ndarray  # the solved slots
     cones: con.Cones | None  # elliptic cones of the solved slots
+    normal: jax.Array  # [nsel, nv] the solved slots' normal rows (their separation speed's)
 
 
 def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
@@ -682,7 +683,7 @@ def _rows(sys: System, state, lay: _Layout):  # noqa: ANN001, ANN202
             row_ref = row_ref.at[:, 1:].set(own[:, None])
         refs.append(row_ref.reshape(-1, 2))
         imps.append(jnp.repeat(solimp[sel], k, axis=0))
-        contact = ContactRows(c._replace(pos=cpos), fdir, c1, active, sel, cones)
+        contact = ContactRows(c._replace(pos=cpos), fdir, c1, active, sel, cones, lin[:, 0])
     cat = jnp.concatenate
     J = cat(Js) if Js else jnp.zeros((0, nv), state.qd.dtype)
     unit_rows = (np.concatenate(unit_dofs), np.concatenate(unit_signs)) if unit_dofs else None
@@ -728,18 +729,27 @@ def solve_constraints(
     state,  # noqa: ANN001
     mass: jax.Array,
     qfrc_smooth: jax.Array,
+    adhesion: jax.Array | None = None,
 ) -> ConstraintResult:
-    """Joint-limit and contact forces at ``state`` (one substep's constraint solve)."""
+    """Joint-limit and contact forces at ``state`` (one substep's constraint solve).
+
+    ``adhesion`` [len(sys.actuator_adhesion)]: the forces of the body-transmission actuators,
+    which act through the contacts found here (:func:`adhesion_force`)."""
     lay = _layout(sys)
     dtype = qfrc_smooth.dtype
     nb = sys.nbody
-    qacc_smooth = linalg.cho_solve(mass, qfrc_smooth)
     empty = empty_contact(sys, dtype)
     if not lay.has_rows:
         return ConstraintResult(
-            jnp.zeros_like(qfrc_smooth), qacc_smooth, empty, jnp.zeros((nb, 6), dtype)
+            jnp.zeros_like(qfrc_smooth),
+            linalg.cho_solve(mass, qfrc_smooth),
+            empty,
+            jnp.zeros((nb, 6), dtype),
         )
     J, unit, pos, imp_pos, mask, diag, solref, solimp, eq, contact = _rows(sys, state, lay)
+    if adhesion is not None and contact is not None:
+        qfrc_smooth = qfrc_smooth + adhesion_force(sys, lay, contact, adhesion)
+    qacc_smooth = linalg.cho_solve(mass, qfrc_smooth)
     vel = con.row_values(J, unit, state.qd)
     cones = None if contact is None else contact.cones
     aref, R = con.soft_rows(pos, vel, diag, solref, solimp, sys.timestep, imp_pos)
@@ -805,6 +815,20 @@ def solve_constraints(
     return ConstraintResult(
         res.qfrc_constraint, res.qacc, cstate, _cfrc_ext(sys, state.kin, lay, cstate)
     )
+
+
+def adhesion_force(sys: System, lay: _Layout, contact: ContactRows, force: jax.Array) -> jax.Array:
+    """[nv] MuJoCo's body transmission (adhesion): actuator u's moment arms are minus the mean
+    normal row of the active contacts that touch its body (geom1's or geom2's), so a positive
+    ``force`` [len(sys.actuator_adhesion)] pulls the body toward what it touches, split
+    evenly over those contacts (none: no force). Only solved contacts count (max_contacts)."""
+    active = contact.active[contact.sel]
+    b1, b2 = jnp.asarray(lay.slot_b1)[contact.sel], jnp.asarray(lay.slot_b2)[contact.sel]
+    bodies = jnp.asarray([body for _, body in sys.actuator_adhesion])
+    touch = active & ((b1 == bodies[:, None]) | (b2 == bodies[:, None]))  # [nadh, nsel]
+    count = jnp.maximum(jnp.sum(touch, axis=1), 1)
+    moment = -(touch.astype(force.dtype) @ contact.normal) / count[:, None]
+    return moment.T @ force
 
 
 def _noslip(  # noqa: ANN202

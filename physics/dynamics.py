@@ -310,8 +310,9 @@ def actuator_force(
     out = jnp.zeros(sys.nv, sys.dof_damping.dtype)
     if sys.disable_actuation:  # (<flag actuation="disable">: no force, gravcomp's share too)
         return out
-    if sys.nu:
-        out = _actuator_dof_force(sys, kin, q, qd, ctrl, act)
+    if sys.nu:  # each actuator's force through its moment arms
+        force, moment = _scalar_forces(sys, kin, q, qd, ctrl, act)
+        out = tendon.mat_vec(moment.T, sys.actuator_gear * force)
     actuated = _actuated_gravcomp(sys)
     if sys.gravcomp_bodies and actuated.any():
         out = out + jnp.where(actuated, gravity_compensation(sys, kin), 0.0)
@@ -321,15 +322,27 @@ def actuator_force(
     return out
 
 
-def _actuator_dof_force(
+def adhesion_forces(
+    sys: System, kin: Kinematics, q: jax.Array, qd: jax.Array, ctrl: jax.Array, act: jax.Array
+) -> jax.Array:
+    """[len(sys.actuator_adhesion)] the forces of the body-transmission actuators (MuJoCo's
+    adhesion), which act through the contacts (physics.contact.adhesion_force); 0 with
+    actuation disabled."""
+    index = np.asarray([u for u, _ in sys.actuator_adhesion], np.int32)
+    if sys.disable_actuation:
+        return jnp.zeros(len(index), sys.dof_damping.dtype)
+    return _scalar_forces(sys, kin, q, qd, ctrl, act)[0][index]
+
+
+def _scalar_forces(
     sys: System,
     kin: Kinematics,
     q: jax.Array,
     qd: jax.Array,
     ctrl: jax.Array,
     act: jax.Array | None,
-) -> jax.Array:
-    """The actuators' forces through their moment arms (see actuator_force)."""
+) -> tuple[jax.Array, jax.Array]:
+    """(each actuator's force [nu], clipped, and its moment arms; see actuator_force)."""
     length, moment = actuator_moments(sys, kin, q)
     length = sys.actuator_gear * length
     velocity = sys.actuator_gear * tendon.mat_vec(moment, qd)
@@ -363,4 +376,4 @@ def _actuator_dof_force(
         inside = (total == bound) | (total == 0)
         scale = jnp.where(inside, 1.0, bound / jnp.where(inside, 1.0, total))
         force = force.at[index].multiply(scale)
-    return tendon.mat_vec(moment.T, sys.actuator_gear * force)
+    return force, moment

@@ -9,6 +9,8 @@ inline vertices: :mod:`physics.mesh`), height fields (``<asset><hfield>`` from a
 a PNG or MuJoCo's binary file, on static bodies: :mod:`physics.hfield`),
 motor/position/velocity/intvelocity/damper/cylinder/muscle/general (fixed, affine or muscle
 gain, affine or muscle bias, integrator/filter/muscle activation) on joints, tendons or sites,
+adhesion (a body transmission: :func:`physics.contact.adhesion_force`), solref vectors given
+in part (the rest from the class, as MuJoCo reads them),
 with muscles' length ranges computed as MuJoCo's compiler computes them
 (``<compiler><lengthrange>``: :mod:`physics.lengthrange`), ``include`` files, ``frame`` and
 ``replicate`` elements, ``option`` timestep/gravity/flags (the contact ``override`` with
@@ -92,7 +94,7 @@ _ACTUATOR = {
     "forcelimited",
     "lengthrange",  # (on the element only: MuJoCo's schema refuses it in a <default>)
 } | _VISUAL
-_TRANSMISSIONS = ("joint", "jointinparent", "tendon", "site", "cranksite")
+_TRANSMISSIONS = ("joint", "jointinparent", "tendon", "site", "cranksite", "body")
 # MuJoCo keeps one actuator default per class, which every actuator element in <default> sets.
 _ACTUATOR_TAGS = (
     "general",
@@ -103,6 +105,7 @@ _ACTUATOR_TAGS = (
     "damper",
     "cylinder",
     "muscle",
+    "adhesion",
 )
 # A <muscle>'s own parameters and their defaults (MuJoCo's), in gainprm order after timeconst
 # and tausmooth (which go into dynprm).
@@ -134,6 +137,7 @@ _GAIN_BIAS = {
     "biastype",
     "dyntype",
     "dynprm",
+    "gain",
 } | set(_MUSCLE)
 # Activation dynamics (MuJoCo's mjtDyn) of a <general> actuator: its state act follows ctrl.
 _DYNTYPES = {"none": 0, "integrator": 1, "filter": 2, "filterexact": 3, "muscle": S.DYN_MUSCLE}
@@ -240,6 +244,9 @@ _KNOWN = {
         "smoothnormal",
     },
     "motor": _ACTUATOR,
+    # a pull toward whatever the body touches: body transmission, gain (physics.contact)
+    "adhesion": {"name", "class", "group", "user", "body", "gain", "ctrlrange", "forcerange"}
+    | {"forcelimited"},
     "position": _ACTUATOR | {"kp", "kv", "dampratio", "inheritrange"},
     "velocity": _ACTUATOR | {"kv"},
     # integrated velocity: act' = ctrl, a position servo (kp, kv) on act, within actrange
@@ -251,7 +258,17 @@ _KNOWN = {
     # MuJoCo's muscle: activation dynamics, force-length-velocity gain, passive bias
     "muscle": _ACTUATOR | set(_MUSCLE),
     "general": _ACTUATOR
-    | {"gainprm", "biasprm", "gaintype", "biastype", "dyntype", "dynprm", "actrange", "actlimited"},
+    | {
+        "body",
+        "gainprm",
+        "biasprm",
+        "gaintype",
+        "biastype",
+        "dyntype",
+        "dynprm",
+        "actrange",
+        "actlimited",
+    },
     "option": {
         "timestep",
         "gravity",
@@ -317,7 +334,11 @@ _KNOWN = {
     "equality": _EQUALITY,  # in <default>: what every kind of equality takes from its class
 }
 # Vector attributes that may be given partially, the rest coming from the default class.
-_PARTIAL = {"friction", "solimp", "solimplimit", "size", "gear"}
+_PARTIAL = {"friction", "solimp", "solimplimit", "solimpfriction", "size", "gear"} | {
+    "solref",
+    "solreflimit",
+    "solreffriction",
+}
 # Elements skipped because they never change the dynamics.
 _IGNORED = {
     "camera",
@@ -517,6 +538,8 @@ def _general_form(kind: str, a: dict[str, str], own: dict[str, str]) -> dict[str
             "gainprm": prm,
             "biasprm": prm,
         }
+    if kind == "adhesion":  # its control range is always limited
+        return {"gainprm": a.get("gain", "1"), "dyntype": "none", "ctrllimited": "true"}
     return {"dyntype": "none"}  # <motor>: unit gain, no bias
 
 
@@ -1037,12 +1060,10 @@ class _Loader:
                 "range": conv(rng),
                 "limited": bool(limited),
                 "margin": float(a.get("margin", 0)),
-                "solref": self.get_floats(elem, a, "solreflimit", con.DEFAULT_SOLREF, 2),
+                "solref": self.padded(elem, a, "solreflimit", con.DEFAULT_SOLREF),
                 "solimp": self.padded(elem, a, "solimplimit", con.DEFAULT_SOLIMP),
                 "frictionloss": frictionloss,
-                "solref_friction": self.get_floats(
-                    elem, a, "solreffriction", con.DEFAULT_SOLREF, 2
-                ),
+                "solref_friction": self.padded(elem, a, "solreffriction", con.DEFAULT_SOLREF),
                 "solimp_friction": self.padded(elem, a, "solimpfriction", con.DEFAULT_SOLIMP),
                 "stiffness": float(a.get("stiffness", 0)),
                 "armature": float(a.get("armature", 0)),
@@ -1156,7 +1177,7 @@ class _Loader:
                 "mass": float(a["mass"]) if "mass" in a else None,
                 "margin": float(a.get("margin", 0)),
                 "solmix": float(a.get("solmix", 1.0)),
-                "solref": self.get_floats(elem, a, "solref", con.DEFAULT_SOLREF, 2),
+                "solref": self.padded(elem, a, "solref", con.DEFAULT_SOLREF),
                 "solimp": self.padded(elem, a, "solimp", con.DEFAULT_SOLIMP),
                 "fluid": self.geom_fluid(elem, a, t, size, bid),
             }
@@ -1339,8 +1360,15 @@ class _Loader:
                         "transmissions unsupported)",
                     )
                 gear = self.get_floats(m, a, "gear", [1.0])
-                site = ball_free = slider_crank = None
-                if "cranksite" in a:
+                site = ball_free = slider_crank = body = None
+                if "body" in a:  # adhesion: moment arms from the body's contacts, no gear
+                    bodies = [b["name"] for b in self.bodies]
+                    if a["body"] not in bodies:
+                        raise self.error(m, f"unknown body {a['body']!r}")
+                    body = bodies.index(a["body"])
+                    target = {"path": S.NO_TENDON, "limited": False}
+                    gear = np.ones(1)
+                elif "cranksite" in a:
                     slider_crank = self.slider_crank(m, a)
                     target = {"path": S.NO_TENDON, "limited": False}
                 elif "site" in a:
@@ -1386,6 +1414,10 @@ class _Loader:
                     a = {**a, **_general_form(m.tag, a, m.attrib)}
                 gain, bias = self.actuator_gain_bias(m, a)
                 gain = np.concatenate([np.atleast_1d(gain), np.zeros(3)])[:3]
+                if body is not None and (
+                    gain[1:].any() or np.any(bias) or a.get("gaintype") == "muscle"
+                ):
+                    raise self.error(m, "a body transmission takes a fixed gain and no bias")
                 dampratio = 0.0
                 position_like = bias[1] == -gain[0] and not gain[1:].any()
                 if bias[2] > 0 and position_like:  # MuJoCo's encoding of a damping ratio
@@ -1420,6 +1452,7 @@ class _Loader:
                         "site": site,
                         "ball_free": ball_free,
                         "slider_crank": slider_crank,
+                        "body": body,
                         "tendon": a.get("tendon"),
                         "gear": float(gear[0]),
                         "gain": gain,
@@ -1475,6 +1508,10 @@ class _Loader:
                 )
         if m.tag in ("velocity", "damper") and float(a.get("kv", 1.0)) < 0:
             raise self.error(m, f"kv must be >= 0, got {a['kv']}")
+        if m.tag == "adhesion" and (
+            "ctrlrange" not in a or any(self.get_floats(m, a, "ctrlrange", [0.0, 0.0], 2) < 0)
+        ):
+            raise self.error(m, "an adhesion actuator needs a ctrlrange of non-negative values")
         if m.tag == "intvelocity" and "actrange" not in a:
             raise self.error(m, "intvelocity needs an actrange")
         if m.tag == "damper" and (
@@ -1600,8 +1637,8 @@ class _Loader:
             "geoms": tuple(ids),
             "condim": condim,
             "friction": self.padded(e, a, "friction", _DEFAULT_FRICTION),
-            "solref": self.get_floats(e, a, "solref", con.DEFAULT_SOLREF, 2),
-            "solreffriction": self.get_floats(e, a, "solreffriction", [0.0, 0.0], 2),
+            "solref": self.padded(e, a, "solref", con.DEFAULT_SOLREF),
+            "solreffriction": self.padded(e, a, "solreffriction", (0.0, 0.0)),
             "solimp": self.padded(e, a, "solimp", con.DEFAULT_SOLIMP),
             "margin": float(a.get("margin", 0)),
         }
@@ -1681,7 +1718,7 @@ class _Loader:
                         "obj1": obj1,
                         "obj2": obj2,
                         "data": data,
-                        "solref": self.get_floats(e, a, "solref", con.DEFAULT_SOLREF, 2),
+                        "solref": self.padded(e, a, "solref", con.DEFAULT_SOLREF),
                         "solimp": self.padded(e, a, "solimp", con.DEFAULT_SOLIMP),
                     }
                 )
@@ -1762,13 +1799,11 @@ class _Loader:
                             "limited": limited,
                             "range": rng,
                             "margin": float(a.get("margin", 0.0)),
-                            "solref_limit": self.get_floats(
-                                t, a, "solreflimit", con.DEFAULT_SOLREF, 2
-                            ),
+                            "solref_limit": self.padded(t, a, "solreflimit", con.DEFAULT_SOLREF),
                             "solimp_limit": self.padded(t, a, "solimplimit", con.DEFAULT_SOLIMP),
                             "frictionloss": frictionloss,
-                            "solref_friction": self.get_floats(
-                                t, a, "solreffriction", con.DEFAULT_SOLREF, 2
+                            "solref_friction": self.padded(
+                                t, a, "solreffriction", con.DEFAULT_SOLREF
                             ),
                             "solimp_friction": self.padded(
                                 t, a, "solimpfriction", con.DEFAULT_SOLIMP
@@ -2152,6 +2187,9 @@ class _Loader:
             geom_condim=tuple(g["condim"] for g in self.geoms),
             geom_priority=tuple(g["priority"] for g in self.geoms),
             actuator_transmission=tuple(u["transmission"] for u in self.actuators),
+            actuator_adhesion=tuple(
+                (i, u["body"]) for i, u in enumerate(self.actuators) if u["body"] is not None
+            ),
             actuator_site=tuple(
                 (i, *u["site"]) for i, u in enumerate(self.actuators) if u["site"] is not None
             ),

@@ -159,7 +159,10 @@ def _forward(sys: System, state: State, ctrl: jax.Array) -> tuple[jax.Array, Con
     """Forward dynamics at `state` (mj_forward): the mass matrix and the constraint solve,
     whose qacc is the constrained acceleration."""
     m = dynamics.mass_matrix(sys, state.kin)
-    return m, contact.solve_constraints(sys, state, m, smooth_force(sys, state, ctrl))
+    adhesion = None
+    if sys.actuator_adhesion:  # static: their forces act through this step's contacts
+        adhesion = dynamics.adhesion_forces(sys, state.kin, state.q, state.qd, ctrl, state.act)
+    return m, contact.solve_constraints(sys, state, m, smooth_force(sys, state, ctrl), adhesion)
 
 
 def _advance(

@@ -356,6 +356,9 @@ class System:
     ball_free_springs: tuple[int, ...] = _static(default=())
     # slider-crank actuators: (actuator, crank site, slider site, connecting rod's length)
     actuator_slider_crank: tuple[tuple[int, int, int, float], ...] = _static(default=())
+    # (actuator, body) of body transmissions (MuJoCo's adhesion): the force pulls the body
+    # toward what it touches, split evenly over its contacts (physics.contact)
+    actuator_adhesion: tuple[tuple[int, int], ...] = _static(default=())
     site_body: tuple[int, ...] = _static(default=())
     site_names: tuple[str, ...] = _static(default=())
     # mocap bodies (children of the world without joints, MuJoCo's mocap="true"): placed by

@@ -171,9 +171,9 @@ def test_unused_defaults_of_refused_elements_load_and_used_ones_are_refused():
       <equality solref="0.01 1"/><pair condim="1"/><geom density="10"/></default>
       <worldbody><body><joint/><geom type="capsule" size="0.1 0.2"/></body></worldbody></mujoco>"""
     _check_against_mujoco(physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml))
-    adhesion = xml.replace('<pair condim="1"/>', '<adhesion ctrlrange="0 1"/>')
-    with pytest.raises(physics.MJCFError, match="unsupported element <adhesion> in <default>"):
-        physics.load_mjcf(adhesion)
+    pid = xml.replace('<pair condim="1"/>', '<pid kp="1"/>')  # (MuJoCo 4's PID actuator)
+    with pytest.raises(physics.MJCFError, match="unsupported element <pid> in <default>"):
+        physics.load_mjcf(pid)
 
 
 def test_springdamper_sets_mujocos_stiffness_and_damping():
@@ -243,12 +243,12 @@ def test_unsupported_sections_raise_with_file_name(tmp_path):
     path.write_text('<mujoco><worldbody/><equality><weld body1="a"/></equality></mujoco>')
     with pytest.raises(physics.MJCFError, match=r"m\.xml.*<weld>: unknown body 'a'"):
         physics.load_mjcf(path)
-    adhesion = (
-        '<mujoco><worldbody><body name="b"><joint/><geom size="1"/></body></worldbody>'
-        '<actuator><adhesion body="b"/></actuator></mujoco>'
+    pid = (
+        '<mujoco><worldbody><body name="b"><joint name="j"/><geom size="1"/></body></worldbody>'
+        '<actuator><pid joint="j" kp="1"/></actuator></mujoco>'
     )
-    with pytest.raises(physics.MJCFError, match="unsupported actuator <adhesion>"):
-        physics.load_mjcf(adhesion)
+    with pytest.raises(physics.MJCFError, match="unsupported actuator <pid>"):
+        physics.load_mjcf(pid)
     free_tendon = (
         '<mujoco><worldbody><body><freejoint name="f"/><geom size="1"/></body>'
         '</worldbody><tendon><fixed><joint joint="f"/></fixed></tendon></mujoco>'
@@ -656,3 +656,32 @@ def test_override_flag_gives_every_contact_the_options_parameters_as_mujoco(x64)
     assert np.abs(d.qpos - reference.qpos).max() > 1e-2
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-9)
     np.testing.assert_allclose(state.qd, d.qvel, atol=1e-7)
+
+
+def test_partial_solref_vectors_keep_the_rest_from_their_class_as_mujoco():
+    """A solref (or solreflimit, solreffriction) of one number sets the time constant and
+    keeps the class's damping ratio (or the default's), on every element that has one."""
+    xml = """<mujoco><default><geom solref=".05 .5"/><pair solref=".06 .4" solreffriction=".07 .3"/>
+        <joint solreflimit=".04 .6" solreffriction=".03 .7"/>
+        <default class="c"><geom solref=".01"/></default></default>
+      <worldbody><geom name="f" type="plane" size="1 1 1" solref=".03"/>
+        <body><joint name="j" range="0 1" solreflimit=".02" solreffriction=".09" frictionloss="1"/>
+          <geom name="b" class="c" size=".1"/><geom size=".1" solref="-100"/></body></worldbody>
+      <contact><pair geom1="f" geom2="b" solref=".08" solreffriction=".01"/></contact>
+      <equality><joint joint1="j" solref=".11"/></equality>
+      <tendon><fixed limited="true" range="0 1" solreflimit=".12" solreffriction=".13"
+        frictionloss="1"><joint joint="j" coef="1"/></fixed></tendon></mujoco>"""
+    sys, m = physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml)
+    for ours, theirs in [
+        (sys.geom_solref, m.geom_solref),
+        (sys.jnt_solref, m.jnt_solref),
+        (sys.dof_solref, m.dof_solref),
+        (sys.pair_solref, m.pair_solref),
+        (sys.pair_solreffriction, m.pair_solreffriction),
+        (sys.eq_solref, m.eq_solref),
+        (sys.tendon_solref_limit, m.tendon_solref_lim),
+        (sys.tendon_solref_friction, m.tendon_solref_fri),
+    ]:
+        np.testing.assert_allclose(np.asarray(ours), theirs, rtol=1e-6)
+    with pytest.raises(physics.MJCFError, match="'solref' takes at most 2 numbers"):
+        physics.load_mjcf(xml.replace('solref=".03"', 'solref=".03 1 2"'))
