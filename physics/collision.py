@@ -32,10 +32,11 @@ capsule-capsule    2      closest points; exactly parallel axes give the two end
 sphere-box         1      exact (box signed distance at the sphere centre)
 sphere-cylinder    1      exact (as MuJoCo): side, cap or rim, whichever is nearest
 capsule-box        2      approximation: deepest point of the segment in the box SDF
-                          (golden-section search); axis parallel to the contact face
+                          (golden-section search, or an end of the segment where that is
+                          deeper: exact there); axis parallel to the contact face
                           gives the two ends of the segment clipped to the face instead
 capsule-cylinder   1      the deepest point of the segment in the cylinder SDF
-                          (golden-section search), then sphere-cylinder there: exact
+                          (golden section, or an end), then sphere-cylinder there: exact
                           while the segment stays outside the cylinder (MuJoCo's convex
                           collider gives the same distance and normal), an approximation
                           once it is inside. A segment (nearly) parallel to a cap gets
@@ -46,8 +47,8 @@ cylinder-cylinder  4      exact depth and normal (separating axes), points by cl
 cylinder-box       4      the touching faces as MuJoCo 4.0 does: :mod:`physics.convex`
 box-mesh           4      the same for convex polytopes (exact separating axes):
 mesh-mesh          4      :mod:`physics.polytope`
-capsule-mesh       4      the segment's deepest point in the hull (golden section): exact
-                          while the segment is outside the hull; lying along a face, its
+capsule-mesh       4      the segment's deepest point in the hull (golden section, or an
+                          end): exact while the segment is outside the hull; lying along a face, its
                           surface line clipped to the face (2 points, as MuJoCo 4.0)
 cylinder-mesh      4      exact depth (the axes the feature pairs define; a rim against an
                           edge by search), points as cylinder-box: :mod:`physics.polytope`
@@ -502,6 +503,16 @@ def _golden_min(
     return jax.lax.stop_gradient(0.5 * (lo + hi))
 
 
+def _deepest_on_segment(sdf: Callable[[jax.Array], jax.Array], dtype: jnp.dtype) -> jax.Array:
+    """t in [0, 1] minimizing a convex ``sdf`` along a capsule's segment: golden section, to
+    1e-5 of the segment, or an end where that is deeper (a tilted capsule touching with an
+    end, the common case, then is exact)."""
+    t = _golden_min(sdf, dtype)
+    ends = jnp.asarray([0.0, 1.0], dtype)
+    t = jnp.where(sdf(ends[0]) <= sdf(t), ends[0], t)
+    return jnp.where(sdf(ends[1]) < sdf(t), ends[1], t)
+
+
 def collide_capsule_box(
     pos1: jax.Array,
     mat1: jax.Array,
@@ -512,22 +523,15 @@ def collide_capsule_box(
 ) -> Contact:
     """Capsule against box (approximation): 2 slots.
 
-    Slot 1 is the deepest point of the capsule segment in the box SDF (convex along the
-    segment, so golden-section search finds it, to 1e-5 of the segment inside it and exactly
-    at its ends), slot 2 unused. If the axis is parallel to
+    Slot 1 is the deepest point of the capsule segment in the box SDF (`_deepest_on_segment`),
+    slot 2 unused. If the axis is parallel to
     the box face of that contact, the slots are instead the ends of the segment clipped to
     the face's extent, which is what MuJoCo reports for a capsule lying on a face.
     """
     a, b = _capsule_ends(pos1, mat1, size1)
     r = size1[0]
     la, ld = mat2.T @ (a - pos2), mat2.T @ (b - a)  # segment in box coordinates
-    sdf = lambda t: _box_sdf(la + t * ld, size2)[0]  # noqa: E731
-    # the search brackets the minimum to 1e-5 of the segment; where that is an end (a tilted
-    # capsule's end sphere on a face, the common case) the end itself is exact
-    t_star = _golden_min(sdf, ld.dtype)
-    ends = jnp.asarray([0.0, 1.0], ld.dtype)
-    t_star = jnp.where(sdf(ends[0]) <= sdf(t_star), ends[0], t_star)
-    t_star = jnp.where(sdf(ends[1]) < sdf(t_star), ends[1], t_star)
+    t_star = _deepest_on_segment(lambda t: _box_sdf(la + t * ld, size2)[0], ld.dtype)
     dist0, pos0, n0 = _point_box(a + t_star * (b - a), r, pos2, mat2, size2)
 
     n_local = _box_sdf(la + t_star * ld, size2)[1]
@@ -642,10 +646,10 @@ def collide_capsule_cylinder(
     size2: jax.Array,
 ) -> Contact:
     """Capsule against cylinder: 1 slot, sphere-cylinder at the segment's deepest point in
-    the cylinder SDF (convex along the segment, so golden-section search finds it)."""
+    the cylinder SDF (`_deepest_on_segment`)."""
     a, b = _capsule_ends(pos1, mat1, size1)
     la, ld = mat2.T @ (a - pos2), mat2.T @ (b - a)  # segment in cylinder coordinates
-    t_star = _golden_min(lambda t: _cylinder_sdf(la + t * ld, size2[0], size2[1]), ld.dtype)
+    t_star = _deepest_on_segment(lambda t: _cylinder_sdf(la + t * ld, size2[0], size2[1]), ld.dtype)
     dist, pos, n = _sphere_cylinder(a + t_star * (b - a), size1[0], pos2, mat2, size2)
     return _stack(dist[None], pos[None], n[None])
 

@@ -48,7 +48,7 @@ import numpy as np
 from physics.collision import (
     Contact,
     _capsule_ends,
-    _golden_min,
+    _deepest_on_segment,
     _hull_sdf,
     _normalize,
     _safe_norm,
@@ -253,15 +253,15 @@ def collide_capsule_mesh(
     margin: jax.Array | float = 0.0,
 ) -> Contact:
     """A capsule (geom1) against a mesh: its segment's point deepest in the hull's signed
-    distance (convex along the segment: golden section), less the radius, gives the depth and
-    normal, exact while the segment is outside the hull. The capsule touches with the line of
-    its surface nearest the mesh where the segment lies within ~5.7 degrees of perpendicular to
-    the normal (clipped against a hull face: the two points MuJoCo 4.0 reports for a capsule
-    lying on a face), else with that point."""
+    distance (convex along the segment: `collision._deepest_on_segment`), less the radius,
+    gives the depth and normal, exact while the segment is outside the hull. The capsule
+    touches with the line of its surface nearest the mesh where the segment lies within ~5.7
+    degrees of perpendicular to the normal (clipped against a hull face: the two points
+    MuJoCo 4.0 reports for a capsule lying on a face), else with that point."""
     a, b = _capsule_ends(pos1, mat1, size1)
     r = size1[0]
     la, lb = mat2.T @ (a - pos2), mat2.T @ (b - pos2)  # the segment in the hull's frame
-    t = _golden_min(lambda t: _hull_sdf(la + t * (lb - la), hull)[0], la.dtype)
+    t = _deepest_on_segment(lambda t: _hull_sdf(la + t * (lb - la), hull)[0], la.dtype)
     sdf, out = _hull_sdf(la + t * (lb - la), hull)
     n = -(mat2 @ out)  # capsule -> mesh
     f2 = _feature(Polytope.of(pos2, mat2, hull), -n)

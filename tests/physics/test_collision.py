@@ -178,23 +178,40 @@ def test_capsule_lying_on_box_face_gives_two_contacts_like_mujoco():
         np.testing.assert_allclose(ours.normal[j], c.frame[:3], atol=1e-3)
 
 
-def test_tilted_capsule_end_on_a_box_face_is_exact(x64):
-    """Where the deepest point is an end of the capsule's segment (a tilted capsule on a
-    face), the golden-section search's last bracket is replaced by the end itself: MuJoCo's
-    distance to rounding, not to the bracket (it was 3e-7 off)."""
-    m = mujoco.MjModel.from_xml_string(
-        '<mujoco><worldbody><geom type="box" pos="0 0 .6" size="1 1 .05"/><body pos="0 0 .5">'
-        '<freejoint/><geom type="capsule" fromto="-.1 0 0 .2 0 0" size=".05"/></body>'
-        "</worldbody></mujoco>"
+# A slab 0.1 thick whose underside is at z = 0.55, as a box, a cylinder and a mesh
+SLABS = {
+    "box": ('type="box" size="1 1 .05"', 1e-12),
+    "cylinder": ('type="cylinder" size="1 .05"', 5e-8),  # (MuJoCo's convex collider: 1e-8)
+    "mesh": ('type="mesh" mesh="slab"', 5e-8),  # (MuJoCo's float32 vertices: 1e-9)
+}
+
+
+@pytest.mark.parametrize("slab", SLABS)
+def test_tilted_capsule_end_under_a_slab_is_exact(x64, slab):
+    """Where the deepest point is an end of the capsule's segment (a tilted capsule touching
+    with an end), the golden-section bracket gives way to the end itself: the distance is
+    MuJoCo's (it was 3e-7 to 5e-7 off)."""
+    geom, atol = SLABS[slab]
+    corners = " ".join(f"{x} {y} {z}" for z in (-0.05, 0.05) for y in (-1, 1) for x in (-1, 1))
+    xml = (
+        f'<mujoco><asset><mesh name="slab" vertex="{corners}"/></asset><worldbody>'
+        f'<geom {geom} pos="0 0 .6"/><body pos="0 0 .5"><freejoint/>'
+        '<geom type="capsule" fromto="-.1 0 0 .2 0 0" size=".05"/></body></worldbody></mujoco>'
     )
+    sys, m = physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml)
+    hull = None
+    if sys.geom_hull[0] >= 0:
+        hull = jax.tree.map(lambda table: table[sys.geom_hull[0]], sys.mesh_hull)
     d = mujoco.MjData(m)
-    for tilt in (0.2, -0.35):
+    for tilt in (0.2, -0.35):  # either end touches
         d.qpos[3:7] = [np.cos(tilt / 2), 0, np.sin(tilt / 2), 0]
         mujoco.mj_forward(m, d)
         assert d.ncon == 1
-        pos, mat = d.geom_xpos, d.geom_xmat.reshape(-1, 3, 3)
-        ours = col.collide(3, 6, pos[1], mat[1], m.geom_size[1], pos[0], mat[0], m.geom_size[0])
-        np.testing.assert_allclose(float(jnp.min(ours.dist)), d.contact[0].dist, atol=1e-12)
+        pos, mat, size = d.geom_xpos, d.geom_xmat.reshape(-1, 3, 3), m.geom_size
+        ours = col.collide(
+            3, int(m.geom_type[0]), pos[1], mat[1], size[1], pos[0], mat[0], size[0], 0.0, hull
+        )
+        np.testing.assert_allclose(float(jnp.min(ours.dist)), d.contact[0].dist, atol=atol)
 
 
 @pytest.mark.parametrize("offset", [[0.2, 0, 0.15], [1.15, 0, 0.05]], ids=["overlap", "no-overlap"])
