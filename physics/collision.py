@@ -48,8 +48,8 @@ cylinder-box       4      the touching faces as MuJoCo 4.0 does: :mod:`physics.c
 box-mesh           4      the same for convex polytopes (exact separating axes):
 mesh-mesh          4      :mod:`physics.polytope`
 capsule-mesh       4      the segment's deepest point in the hull (golden section, or an
-                          end): exact while the segment is outside the hull; lying along a face, its
-                          surface line clipped to the face (2 points, as MuJoCo 4.0)
+                          end): exact while the segment is outside the hull; lying along a
+                          face, its surface line clipped to the face (2 points, as MuJoCo 4.0)
 cylinder-mesh      4      exact depth (the axes the feature pairs define; a rim against an
                           edge by search), points as cylinder-box: :mod:`physics.polytope`
 ellipsoid-sphere,  1      the minimum translation distance, as MuJoCo's GJK/EPA: Newton on
@@ -524,9 +524,9 @@ def collide_capsule_box(
     """Capsule against box (approximation): 2 slots.
 
     Slot 1 is the deepest point of the capsule segment in the box SDF (`_deepest_on_segment`),
-    slot 2 unused. If the axis is parallel to
-    the box face of that contact, the slots are instead the ends of the segment clipped to
-    the face's extent, which is what MuJoCo reports for a capsule lying on a face.
+    slot 2 unused. If the axis is parallel to the box face of that contact, the slots are
+    instead the ends of the segment clipped to the face's extent, which is what MuJoCo
+    reports for a capsule lying on a face.
     """
     a, b = _capsule_ends(pos1, mat1, size1)
     r = size1[0]

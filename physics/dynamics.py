@@ -310,9 +310,8 @@ def actuator_force(
     out = jnp.zeros(sys.nv, sys.dof_damping.dtype)
     if sys.disable_actuation:  # (<flag actuation="disable">: no force, gravcomp's share too)
         return out
-    if sys.nu:  # each actuator's force through its moment arms
-        force, moment = _scalar_forces(sys, kin, q, qd, ctrl, act)
-        out = tendon.mat_vec(moment.T, sys.actuator_gear * force)
+    if sys.nu:
+        out = _actuator_dof_force(sys, kin, q, qd, ctrl, act)
     actuated = _actuated_gravcomp(sys)
     if sys.gravcomp_bodies and actuated.any():
         out = out + jnp.where(actuated, gravity_compensation(sys, kin), 0.0)
@@ -322,37 +321,43 @@ def actuator_force(
     return out
 
 
-def adhesion_forces(
-    sys: System, kin: Kinematics, q: jax.Array, qd: jax.Array, ctrl: jax.Array, act: jax.Array
-) -> jax.Array:
+def adhesion_forces(sys: System, ctrl: jax.Array, act: jax.Array) -> jax.Array:
     """[len(sys.actuator_adhesion)] the forces of the body-transmission actuators (MuJoCo's
     adhesion), which act through the contacts (physics.contact.adhesion_force); 0 with
-    actuation disabled."""
+    actuation disabled. The loader allows them a fixed gain only: force = gain * input,
+    clipped to forcerange, with no moment arms to compute here."""
     index = np.asarray([u for u, _ in sys.actuator_adhesion], np.int32)
     if sys.disable_actuation:
         return jnp.zeros(len(index), sys.dof_damping.dtype)
-    return _scalar_forces(sys, kin, q, qd, ctrl, act)[0][index]
+    force = sys.actuator_gain[index, 0] * _inputs(sys, ctrl, act)[index]
+    return jnp.clip(force, sys.actuator_forcerange[index, 0], sys.actuator_forcerange[index, 1])
 
 
-def _scalar_forces(
+def _inputs(sys: System, ctrl: jax.Array, act: jax.Array | None) -> jax.Array:
+    """Each actuator's input [nu]: ctrl (clamped), or act for one with activation dynamics
+    (with actearly, the activation at the step's end)."""
+    inputs = _clamped(sys, ctrl)
+    if sys.na:
+        if any(sys.actuator_actearly):  # actearly: the activation of the step's end
+            early = np.asarray(sys.actuator_actearly, bool)[_stateful(sys)]
+            act = jnp.where(early, next_activation(sys, act, ctrl, sys.timestep), act)
+        inputs = inputs.at[_stateful(sys)].set(act)
+    return inputs
+
+
+def _actuator_dof_force(
     sys: System,
     kin: Kinematics,
     q: jax.Array,
     qd: jax.Array,
     ctrl: jax.Array,
     act: jax.Array | None,
-) -> tuple[jax.Array, jax.Array]:
-    """(each actuator's force [nu], clipped, and its moment arms; see actuator_force)."""
+) -> jax.Array:
+    """The actuators' forces through their moment arms (see actuator_force)."""
     length, moment = actuator_moments(sys, kin, q)
     length = sys.actuator_gear * length
     velocity = sys.actuator_gear * tendon.mat_vec(moment, qd)
-    clipped = _clamped(sys, ctrl)
-    if sys.na:
-        if any(sys.actuator_actearly):  # actearly: the activation of the step's end
-            early = np.asarray(sys.actuator_actearly, bool)[_stateful(sys)]
-            act = jnp.where(early, next_activation(sys, act, ctrl, sys.timestep), act)
-        clipped = clipped.at[_stateful(sys)].set(act)
-    ctrl = clipped
+    ctrl = _inputs(sys, ctrl, act)
     bias = sys.actuator_bias
     gain = sys.actuator_gain
     gain = gain[:, 0] + gain[:, 1] * length + gain[:, 2] * velocity
@@ -376,4 +381,4 @@ def _scalar_forces(
         inside = (total == bound) | (total == 0)
         scale = jnp.where(inside, 1.0, bound / jnp.where(inside, 1.0, total))
         force = force.at[index].multiply(scale)
-    return force, moment
+    return tendon.mat_vec(moment.T, sys.actuator_gear * force)

@@ -138,9 +138,15 @@ def noslip(
 
     ``A`` [nc, nc] is J M^-1 J^T over all rows, ``b`` [nc] J qacc_smooth - aref, so a row
     block's residual is b + A force (MuJoCo's, with R subtracted)."""
-    dims = rows.mu.shape[1] if rows.mu.ndim == 2 else 0
+    ncon, dims = rows.mu.shape
     k, start = rows.rows_per_contact, rows.contact_start
     dry = jnp.asarray(rows.dry, jnp.int32)
+
+    def residual(f: jax.Array, r: jax.Array, n: int) -> jax.Array:  # rows r .. r + n - 1
+        return (
+            jax.lax.dynamic_slice(b, (r,), (n,))
+            + jax.lax.dynamic_slice(A, (r, 0), (n, A.shape[1])) @ f
+        )
 
     def dry_row(i: int, f: jax.Array) -> jax.Array:
         r = dry[i]
@@ -152,10 +158,7 @@ def noslip(
         for j in range(dims):
             r = start + c * k + 2 * j
             Ac = _block(A, r, 2)
-            res = (
-                jax.lax.dynamic_slice(b, (r,), (2,))
-                + jax.lax.dynamic_slice(A, (r, 0), (2, A.shape[1])) @ f
-            )
+            res = residual(f, r, 2)
             old = jax.lax.dynamic_slice(f, (r,), (2,))
             bc = res - Ac @ old
             mid = 0.5 * (old[0] + old[1])
@@ -171,10 +174,7 @@ def noslip(
     def cone(c: int, f: jax.Array) -> jax.Array:
         r = start + c * k + 1  # the friction rows; the normal force sits just before
         Ac = _block(A, r, dims)
-        res = (
-            jax.lax.dynamic_slice(b, (r,), (dims,))
-            + jax.lax.dynamic_slice(A, (r, 0), (dims, A.shape[1])) @ f
-        )
+        res = residual(f, r, dims)
         old = jax.lax.dynamic_slice(f, (r,), (dims,))
         normal = f[r - 1]
         has = rows.has[c]
@@ -187,8 +187,6 @@ def noslip(
         x = jnp.where(binds, x * jnp.sqrt(jnp.where(binds, scale, 1.0)), x)
         x = jnp.where(pushed, x, 0.0)
         return jax.lax.dynamic_update_slice(f, _accept(Ac, x, old, res), (r,))
-
-    ncon = rows.has.shape[0]
 
     def sweep(_: int, f: jax.Array) -> jax.Array:
         if len(rows.dry):

@@ -161,7 +161,7 @@ def _forward(sys: System, state: State, ctrl: jax.Array) -> tuple[jax.Array, Con
     m = dynamics.mass_matrix(sys, state.kin)
     adhesion = None
     if sys.actuator_adhesion:  # static: their forces act through this step's contacts
-        adhesion = dynamics.adhesion_forces(sys, state.kin, state.q, state.qd, ctrl, state.act)
+        adhesion = dynamics.adhesion_forces(sys, ctrl, state.act)
     return m, contact.solve_constraints(sys, state, m, smooth_force(sys, state, ctrl), adhesion)
 
 
