@@ -31,10 +31,10 @@ capsule-capsule    2      closest points; exactly parallel axes give the two end
                           overlap (as MuJoCo), otherwise slot 2 is unused
 sphere-box         1      exact (box signed distance at the sphere centre)
 sphere-cylinder    1      exact (as MuJoCo): side, cap or rim, whichever is nearest
-capsule-box        2      approximation: deepest point of the segment in the box SDF
-                          (golden-section search, or an end of the segment where that is
-                          deeper: exact there); axis parallel to the contact face
-                          gives the two ends of the segment clipped to the face instead
+capsule-box        2      exact (MuJoCo's mjraw_CapsuleBox): the segment's closest point
+                          among its ends over faces and its closest points to the 12 edges,
+                          and MuJoCo's second point along it over the same face or edge
+                          (:mod:`physics.capsule_box`)
 capsule-cylinder   1      the deepest point of the segment in the cylinder SDF
                           (golden section, or an end), then sphere-cylinder there: exact
                           while the segment stays outside the cylinder (MuJoCo's convex
@@ -513,48 +513,6 @@ def _deepest_on_segment(sdf: Callable[[jax.Array], jax.Array], dtype: jnp.dtype)
     return jnp.where(sdf(ends[1]) < sdf(t), ends[1], t)
 
 
-def collide_capsule_box(
-    pos1: jax.Array,
-    mat1: jax.Array,
-    size1: jax.Array,
-    pos2: jax.Array,
-    mat2: jax.Array,
-    size2: jax.Array,
-) -> Contact:
-    """Capsule against box (approximation): 2 slots.
-
-    Slot 1 is the deepest point of the capsule segment in the box SDF (`_deepest_on_segment`),
-    slot 2 unused. If the axis is parallel to the box face of that contact, the slots are
-    instead the ends of the segment clipped to the face's extent, which is what MuJoCo
-    reports for a capsule lying on a face.
-    """
-    a, b = _capsule_ends(pos1, mat1, size1)
-    r = size1[0]
-    la, ld = mat2.T @ (a - pos2), mat2.T @ (b - a)  # segment in box coordinates
-    t_star = _deepest_on_segment(lambda t: _box_sdf(la + t * ld, size2)[0], ld.dtype)
-    dist0, pos0, n0 = _point_box(a + t_star * (b - a), r, pos2, mat2, size2)
-
-    n_local = _box_sdf(la + t_star * ld, size2)[1]
-    k = jnp.argmax(jnp.abs(n_local))
-    face_axis = jax.nn.one_hot(k, 3, dtype=ld.dtype)
-    length = jnp.maximum(_safe_norm(ld), 1e-6)
-    parallel = jnp.abs(jnp.dot(face_axis, ld)) < _PARALLEL_TOL * length
-    # clip t to |la + t ld| <= size on the two face axes (the face axis itself is unbounded)
-    safe_ld = jnp.where(jnp.abs(ld) > 1e-9, ld, 1.0)
-    t1, t2 = (-size2 - la) / safe_ld, (size2 - la) / safe_ld
-    inside = jnp.abs(la) <= size2
-    lo_j = jnp.where(jnp.abs(ld) > 1e-9, jnp.minimum(t1, t2), jnp.where(inside, -FAR, FAR))
-    hi_j = jnp.where(jnp.abs(ld) > 1e-9, jnp.maximum(t1, t2), jnp.where(inside, FAR, -FAR))
-    lo = jnp.maximum(jnp.max(jnp.where(face_axis > 0, -FAR, lo_j)), 0.0)
-    hi = jnp.minimum(jnp.min(jnp.where(face_axis > 0, FAR, hi_j)), 1.0)
-    use_clip = parallel & (lo < hi - 1e-6)
-    centres = a + jnp.stack([lo, hi])[:, None] * (b - a)
-    dist_c, pos_c, n_c = jax.vmap(_point_box, (0, None, None, None, None))(
-        centres, r, pos2, mat2, size2
-    )
-    return _two_or_one(use_clip, (dist_c, pos_c, n_c), (dist0, pos0, n0))
-
-
 def collide_plane_cylinder(
     pos1: jax.Array, mat1: jax.Array, pos2: jax.Array, mat2: jax.Array, size2: jax.Array
 ) -> Contact:
@@ -720,7 +678,9 @@ def collide(
     if key == (GEOM_CAPSULE, GEOM_CYLINDER):
         return collide_capsule_cylinder(pos1, mat1, size1, pos2, mat2, size2)
     if key == (GEOM_CAPSULE, GEOM_BOX):
-        return collide_capsule_box(pos1, mat1, size1, pos2, mat2, size2)
+        from physics import capsule_box  # built on this module's helpers
+
+        return capsule_box.collide_capsule_box(pos1, mat1, size1, pos2, mat2, size2, margin)
     if key == (GEOM_BOX, GEOM_BOX):
         from physics import polytope
 

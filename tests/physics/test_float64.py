@@ -82,6 +82,24 @@ def test_float64_collisions_of_each_primitive_pair_track_mujoco(x64):
     np.testing.assert_allclose(np.asarray(state.qd), d.qvel, rtol=0, atol=1e-2)
 
 
+_CAPSULES_ON_BOXES = """<mujoco><worldbody><geom type="box" size="2 2 .1" pos="0 0 -.1"/>
+  <geom type="box" size=".1 .4 .1" pos="1 0 .1" euler="0 0 10"/>
+  <body pos="0 0 .3" euler="0 80 0"><freejoint/><geom type="capsule" size=".05 .2"/></body>
+  <body pos="-.8 .5 .3" euler="30 70 10"><freejoint/><geom type="capsule" size=".05 .2"/></body>
+  <body pos="1 0 .45" euler="80 0 5"><freejoint/><geom type="capsule" size=".05 .3"/></body>
+</worldbody></mujoco>"""
+
+
+def test_float64_capsules_landing_on_boxes_follow_mujoco_to_rounding(x64):
+    """Tilted capsules landing on a box floor with an end, then lying down, and one across a
+    box's edge: MuJoCo's second capsule-box contact (a point over the same face or edge) comes
+    and goes with theirs; with one contact where MuJoCo has two, the paths parted at step 100."""
+    state, d, contacts = _unactuated_side_by_side(_CAPSULES_ON_BOXES, 250)
+    assert max(map(len, contacts)) == 6
+    np.testing.assert_allclose(np.asarray(state.q), d.qpos, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(state.qd), d.qvel, rtol=0, atol=1e-10)
+
+
 _HILL = """<mujoco><option timestep="0.002"/><asset><hfield name="hill" nrow="5" ncol="5"
   size="1 1 0.5 0.1" elevation="0 0 0 0 0  0 1 2 1 0  0 2 3 2 0  0 1 1 1 0  0 0 0 0 0"/></asset>
   <worldbody><geom type="hfield" hfield="hill" pos="0.1 -0.1 0.05" euler="4 -3 30"/>
