@@ -79,8 +79,8 @@ def _closest(
 ) -> _Closest:
     """Stage 1: the closest candidate (``pos`` the capsule's centre, ``h`` its half axis and
     ``s`` the box's half sizes, all in the box's frame)."""
-    zero, none = jnp.zeros((), s.dtype), jnp.zeros((), jnp.int32)
-    best = _Closest(bestdist, zero, zero, none - 4, none - 1, none, none)
+    zero, izero = jnp.zeros((), s.dtype), jnp.zeros((), jnp.int32)
+    best = _Closest(bestdist, zero, zero, izero - 4, izero - 1, izero, izero)
 
     # an end of the segment over (or inside) the box: squared distance to the clamped end
     for sign in (-1, 1):
