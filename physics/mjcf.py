@@ -605,7 +605,10 @@ class _Loader:
             out = dict(defaults.get(tag, {}))
         self.current = elem  # named if one of its numbers turns out malformed
         _merge(out, elem.attrib)
-        self.check_known(elem, out)
+        # an actuator's class defaults were checked where they were set: the one actuator
+        # default every kind shares may hold what this kind cannot say itself (an <adhesion>
+        # under a <general ctrllimited="true"> takes it, and MuJoCo holds its range limited)
+        self.check_known(elem, elem.attrib if elem.tag in _ACTUATOR_TAGS else out)
         return out
 
     def get_floats(

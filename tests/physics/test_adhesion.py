@@ -62,3 +62,20 @@ def test_bad_body_transmissions_are_refused_by_name(actuator, needle):
     xml = SCENE.split("<actuator>")[0] + f"<actuator>{actuator}</actuator></mujoco>"
     with pytest.raises(physics.MJCFError, match=needle):
         physics.load_mjcf(xml)
+
+
+def test_adhesion_takes_the_shared_actuator_defaults_as_mujoco():
+    """MuJoCo keeps one actuator default per class, so an <adhesion> inherits what a <general>
+    or <motor> default sets (as MuJoCo Menagerie's fruit fly does): its control range stays
+    limited, a force range applies, a gear is stored but a body transmission has none."""
+    defaults = """<default><general ctrllimited="false" forcelimited="true" forcerange="0 9"/>
+      <default class="sticky"><motor gear="5"/><adhesion ctrlrange="0 1" gain="2"/></default>
+      </default>"""
+    xml = SCENE.replace("<worldbody>", defaults + "<worldbody>", 1).split("<actuator>")[0] + (
+        '<actuator><adhesion class="sticky" body="b" gain="60"/></actuator></mujoco>'
+    )
+    sys, m = physics.load_mjcf(xml), mujoco.MjModel.from_xml_string(xml)
+    assert sys.actuator_adhesion == ((0, 1),)
+    np.testing.assert_array_equal(np.asarray(sys.actuator_ctrlrange), m.actuator_ctrlrange)
+    np.testing.assert_array_equal(np.asarray(sys.actuator_forcerange), m.actuator_forcerange)
+    assert m.actuator_ctrllimited[0] and m.actuator_forcelimited[0]
