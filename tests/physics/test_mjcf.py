@@ -685,3 +685,23 @@ def test_partial_solref_vectors_keep_the_rest_from_their_class_as_mujoco():
         np.testing.assert_allclose(np.asarray(ours), theirs, rtol=1e-6)
     with pytest.raises(physics.MJCFError, match="'solref' takes at most 2 numbers"):
         physics.load_mjcf(xml.replace('solref=".03"', 'solref=".03 1 2"'))
+
+
+def test_a_model_with_many_contact_slots_warns_to_set_max_contacts():
+    """40 free balls over a floor: 820 geom pairs, each a slot solved every step unless
+    max_contacts bounds them; the warning names the count and the way out. 20 balls (210
+    slots), or a bound, load quietly."""
+
+    def balls(n: int) -> str:
+        bodies = "".join(
+            f'<body pos="{i % 8 * 0.3} {i // 8 * 0.3} 1"><freejoint/><geom size=".1"/></body>'
+            for i in range(n)
+        )
+        return f'<mujoco><worldbody><geom type="plane" size="5 5 .1"/>{bodies}</worldbody></mujoco>'
+
+    with pytest.warns(physics.MJCFWarning, match="820 contact slots from 820 geom pairs"):
+        physics.load_mjcf(balls(40))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        physics.load_mjcf(balls(40), max_contacts=16)
+        physics.load_mjcf(balls(20))
