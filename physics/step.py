@@ -210,7 +210,10 @@ def velocity_derivative(sys: System, state: State, ctrl: jax.Array) -> jax.Array
     implicit. implicitfast leaves the bias (Coriolis, centrifugal, gyroscopic) term out, except
     on the blocks of childless free bodies, which MuJoCo solves apart with it, and takes the
     fluid forces' derivative symmetrized, as MuJoCo's mjd_ellipsoidFluid does. Joint actuator
-    force limits (actuatorfrcrange) are not differentiated, as in MuJoCo."""
+    force limits (actuatorfrcrange) are not differentiated, as in MuJoCo. Like MuJoCo's
+    qDeriv it is kept on M's sparsity (dof pairs on one path to the root): a tendon across
+    branches (a gripper's two fingers) couples them in its damping and actuator terms, and
+    MuJoCo leaves those couplings out."""
     kin = state.kin
 
     def velocity_forces(qd: jax.Array) -> jax.Array:
@@ -236,11 +239,11 @@ def velocity_derivative(sys: System, state: State, ctrl: jax.Array) -> jax.Array
             medium = jnp.where(_free_blocks(sys), medium, 0.5 * (medium + medium.T))
         deriv = deriv + medium
     if sys.integrator == "implicit":
-        return deriv - jax.jacfwd(bias)(state.qd)
-    free = _free_blocks(sys)
-    if free.any():
+        deriv = deriv - jax.jacfwd(bias)(state.qd)
+    elif (free := _free_blocks(sys)).any():
         deriv = deriv - jnp.where(free, jax.jacfwd(bias)(state.qd), 0.0)
-    return deriv
+    chain = sys.topology.dof_ancestor
+    return jnp.where((chain + chain.T) > 0, deriv, 0.0)
 
 
 def _implicit_acceleration(

@@ -77,10 +77,12 @@ def _bounded_compiled_programs() -> Iterator[None]:
 @pytest.fixture
 def x64() -> Iterator[None]:
     """jax_enable_x64 for the test, process-wide (a training run compiles in a second thread,
-    which the thread-local ``jax.enable_x64`` context would not reach). Afterwards JAX's caches
-    are dropped: JAX 0.10.2 otherwise reuses a program traced under x64 for the same function
-    traced without it, and a numpy float64 constant then fails to lower ("operand type
-    mismatch", tensor<3xf32> against tensor<3xf64>) in whatever test the worker runs next."""
+    which the thread-local ``jax.enable_x64`` context would not reach). JAX's caches are
+    dropped before and after: JAX 0.10.2 otherwise reuses a program traced under one setting
+    for the same function traced under the other, and a numpy constant then fails to lower
+    ("operand type mismatch", tensor<3xf32> against tensor<3xf64>; box-box's int32 edge table
+    against i64 after a float32 test of box-box) in the test that comes second."""
+    jax.clear_caches()
     jax.config.update("jax_enable_x64", True)
     try:
         yield
