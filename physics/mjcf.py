@@ -1,7 +1,8 @@
 """MJCF loader: a subset of MuJoCo's XML format -> :class:`physics.system.System`.
 
 Supported: nested bodies (pos, quat/euler/axisangle/xyaxes/zaxis, gravcomp), ``inertial`` or
-inertia from geoms and density as MuJoCo computes it (with the compiler's boundmass,
+inertia from geoms and density as MuJoCo computes it (in the volume, or on the surface with
+``shellinertia``; with the compiler's boundmass,
 boundinertia, balanceinertia and alignfree), hinge/slide/ball/free joints (limits,
 damping, stiffness or springdamper, armature, frictionloss, actuatorfrcrange, actuatorgravcomp),
 plane/sphere/capsule/ellipsoid/cylinder/box geoms, mesh geoms (``<asset><mesh>`` from a file or
@@ -219,6 +220,7 @@ _KNOWN = {
         "solmix",
         "priority",
         "fluidshape",
+        "shellinertia",  # mass on the surface: physics.mjcf._Loader.geom_inertia
         "fluidcoef",
         "mesh",
         "hfield",
@@ -500,6 +502,66 @@ def _z_to_vec_quat(vec: np.ndarray) -> np.ndarray:
 
 # The pose (pos, quat) of the <frame> elements around an element, in its body's frame.
 _Frame = tuple[np.ndarray, np.ndarray] | None
+
+
+def _shell_inertia(g: dict, t: int, r: float, h: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mass, 3x3 inertia (body frame) and axes of a primitive geom whose mass lies on its
+    surface, by MuJoCo's formulas: the area (for an ellipsoid, Thomsen's approximation) times
+    the density, and the inertia of the surface's parts (a capsule's tube and two hemispheres,
+    a cylinder's tube and two disks, a box's six faces; an ellipsoid's as the difference of two
+    solid ones 1e-6 apart)."""
+    size = g["size"]
+    if t == S.GEOM_SPHERE:
+        area = 4 * math.pi * r * r
+    elif t == S.GEOM_CAPSULE:
+        area = 4 * math.pi * r * r + 4 * math.pi * r * h
+    elif t == S.GEOM_CYLINDER:
+        area = 2 * math.pi * r * r + 4 * math.pi * r * h
+    elif t == S.GEOM_ELLIPSOID:
+        p = 1.6075
+        x, y, z = size
+        area = 4 * math.pi * (((x * y) ** p + (y * z) ** p + (z * x) ** p) / 3) ** (1 / p)
+    else:
+        x, y, z = size
+        area = 8 * (x * y + y * z + z * x)
+    mass = g["mass"] if g["mass"] is not None else g["density"] * area
+    if t == S.GEOM_SPHERE:
+        d = np.full(3, 2 * mass * r * r / 3)
+    elif t in (S.GEOM_CAPSULE, S.GEOM_CYLINDER):
+        # the tube (radius r, length 2h), and two hemispheres or two disks at its ends
+        tube_area = 4 * math.pi * r * h
+        tube = mass * tube_area / area
+        ends = mass - tube
+        d = np.array([tube * (6 * r * r + 4 * h * h) / 12] * 2 + [tube * r * r])
+        if t == S.GEOM_CAPSULE:  # a hemisphere's centre of mass is r/2 from its base
+            com, at = r / 2, h + r / 2
+            side = 2 * ends * r * r / 3 + ends * (at * at - com * com)
+            d += [side, side, 2 * ends * r * r / 3]
+        else:
+            d += [ends * r * r / 4 + ends * h * h] * 2 + [ends * r * r / 2]
+    elif t == S.GEOM_ELLIPSOID:
+        eps = 1e-6
+        inner, outer = size, size + eps
+        density = mass / (4 / 3 * math.pi * (np.prod(outer) - np.prod(inner)))
+
+        def solid(s: np.ndarray) -> np.ndarray:
+            x, y, z = s * s
+            return density * 4 / 3 * math.pi * np.prod(s) / 5 * np.array([y + z, x + z, x + y])
+
+        d = solid(outer) - solid(inner)
+    else:
+        lx, ly, lz = 2 * size
+        x2, y2, z2 = size * size
+        m0, m1, m2 = (mass * a / (area) for a in (lx * ly, ly * lz, lz * lx))  # the face pairs
+        d = 2 * np.array(
+            [
+                m0 * z2 + m2 * y2 + (m0 * ly * ly + m1 * (ly * ly + lz * lz) + m2 * lz * lz) / 12,
+                m0 * z2 + m1 * x2 + (m0 * lx * lx + m1 * lz * lz + m2 * (lx * lx + lz * lz)) / 12,
+                m1 * x2 + m2 * y2 + (m0 * (lx * lx + ly * ly) + m1 * ly * ly + m2 * lx * lx) / 12,
+            ]
+        )
+    rot = _quat_mat(g["quat"])
+    return mass, rot @ np.diag(d) @ rot.T, rot
 
 
 def _cylinder_area(a: dict[str, str]) -> float:
@@ -1186,6 +1248,7 @@ class _Loader:
                 "group": int(a.get("group", 0)),
                 "density": float(a.get("density", 1000.0)),
                 "mass": float(a["mass"]) if "mass" in a else None,
+                "shell": self.shell_inertia(elem, a, t),
                 "margin": float(a.get("margin", 0)),
                 "solmix": float(a.get("solmix", 1.0)),
                 "solref": self.padded(elem, a, "solref", con.DEFAULT_SOLREF),
@@ -1193,6 +1256,18 @@ class _Loader:
                 "fluid": self.geom_fluid(elem, a, t, size, bid),
             }
         )
+
+    def shell_inertia(self, elem: ET.Element, a: dict[str, str], t: int) -> bool:
+        """A geom's shellinertia: its mass on its surface (density per area) instead of in its
+        volume. A mesh says so on its asset (inertia="shell"), as MuJoCo 4 requires."""
+        shell = a.get("shellinertia", "false")
+        if shell not in ("true", "false"):
+            raise self.error(elem, f"shellinertia={shell!r} must be true or false")
+        if shell == "true" and t == S.GEOM_MESH:
+            raise self.error(
+                elem, 'shellinertia on a mesh geom: give its <mesh> inertia="shell" instead'
+            )
+        return shell == "true"
 
     def geom_fluid(
         self, elem: ET.Element, a: dict[str, str], t: int, size: np.ndarray, body: int
@@ -1905,6 +1980,8 @@ class _Loader:
             mass = g["mass"] if g["mass"] is not None else g["density"] * m.measure
             rot = _quat_mat(g["quat"])
             return mass, rot @ np.diag(m.inertia * mass / m.measure) @ rot.T, rot
+        if g["shell"]:
+            return _shell_inertia(g, t, r, h)
         if t == S.GEOM_SPHERE:
             vol = 4 / 3 * math.pi * r**3
         elif t == S.GEOM_CAPSULE:

@@ -212,7 +212,6 @@ def test_defaults_fromto_and_inertia_groups_build_mujocos_model(name):
         ('<body><joint/><geom type="box" size="1 1"/></body>', "box geom needs size"),
         ("<body><joint/></body>", "zero mass"),
         ('<body><joint/><geom size="1"/><composite/></body>', "unsupported element <composite>"),
-        ('<body><joint/><geom size="1" shellinertia="true"/></body>', "shellinertia"),
         (
             '<geom type="plane" size="1 1 1"/><body><joint/><geom size="1" condim="5"/></body>',
             "1 geom pair(s) would make contacts of condim other than 1, 3, 4 and 6",
@@ -705,3 +704,37 @@ def test_a_model_with_many_contact_slots_warns_to_set_max_contacts():
         warnings.simplefilter("error")
         physics.load_mjcf(balls(40), max_contacts=16)
         physics.load_mjcf(balls(20))
+
+
+SHELLS = """<mujoco><default><default class="shell"><geom shellinertia="true"/></default></default>
+  <worldbody>
+  <body><freejoint/><geom class="shell" size=".1"/></body>
+  <body pos="1 0 0"><freejoint/><geom class="shell" type="capsule" size=".05 .2" euler="10 20 30"/>
+  </body>
+  <body pos="2 0 0"><freejoint/><geom class="shell" type="cylinder" size=".07 .15" pos=".1 0 0"/>
+    <geom size=".03"/></body>
+  <body pos="3 0 0"><freejoint/><geom class="shell" type="box" size=".1 .2 .3" mass="2"/></body>
+  <body pos="4 0 0"><freejoint/>
+    <geom class="shell" type="ellipsoid" size=".1 .2 .3" euler="30 0 0"/></body>
+  <body pos="5 0 0"><freejoint/>
+    <geom class="shell" type="box" size=".1 .2 .3" shellinertia="false"/></body>
+  </worldbody></mujoco>"""
+
+
+def test_shell_inertia_of_each_primitive_is_mujocos(x64):
+    """shellinertia puts a geom's mass on its surface (area times density, or its mass): each
+    primitive's mass and inertia as MuJoCo computes them, from a class default too; a mesh
+    geom is told to say it on its <mesh>, as MuJoCo 4 does."""
+    sys, m = physics.load_mjcf(SHELLS), mujoco.MjModel.from_xml_string(SHELLS)
+    np.testing.assert_allclose(np.asarray(sys.body_mass), m.body_mass, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(sys.body_ipos), m.body_ipos, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(sys.body_inertia), _body_inertia(m), atol=1e-12)
+    solid = physics.load_mjcf(SHELLS.replace('shellinertia="true"', ""))
+    differ = np.asarray(solid.body_mass) != np.asarray(sys.body_mass)
+    assert differ.tolist() == [False, True, True, True, False, True, False]  # (box: mass given)
+    with pytest.raises(physics.MJCFError, match='give its <mesh> inertia="shell"'):
+        physics.load_mjcf(
+            '<mujoco><asset><mesh name="t" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/></asset>'
+            '<worldbody><body><freejoint/><geom type="mesh" mesh="t" shellinertia="true"/>'
+            "</body></worldbody></mujoco>"
+        )
