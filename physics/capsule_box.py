@@ -43,14 +43,10 @@ _EDGE_SIGNS = np.array(
 
 
 def _ratio(num: jax.Array, den: jax.Array) -> jax.Array:
-    """num / den, +inf where den is 0 (MuJoCo's comparisons then never pick it)."""
+    """num / den, +inf where den is 0, which MuJoCo's ``if (e < x) x = e`` never picks, and
+    jnp.minimum neither."""
     ok = den != 0.0
     return jnp.where(ok, num / jnp.where(ok, den, 1.0), jnp.inf)
-
-
-def _min_if_less(current: jax.Array, candidate: jax.Array) -> jax.Array:
-    """MuJoCo's ``if (e < x) x = e``: a NaN or inf candidate never replaces x."""
-    return jnp.where(candidate < current, candidate, current)
 
 
 def _is_one_of(x: jax.Array, values: tuple[int, ...]) -> jax.Array:
@@ -147,9 +143,9 @@ def _second_near_corner(
     ax = jnp.where(c1 == 1, 0, jnp.where(c1 == 2, 1, 2))
     ax1, ax2 = (ax + 1) % 3, (ax + 2) % 3
     habs = jnp.abs(h)
-    along_edge = _min_if_less(de, _ratio(2 * s[ax], habs[ax])) * mul
+    along_edge = jnp.minimum(de, _ratio(2 * s[ax], habs[ax])) * mul
     across_face = (
-        _min_if_less(_min_if_less(dp, _ratio(2 * s[ax1], habs[ax1])), _ratio(2 * s[ax2], habs[ax2]))
+        jnp.minimum(jnp.minimum(dp, _ratio(2 * s[ax1], habs[ax1])), _ratio(2 * s[ax2], habs[ax2]))
         * -mul
     )
     second = jnp.where(axis[ax] * axis[ax] > 0.5, along_edge, across_face)
@@ -170,9 +166,9 @@ def _second_on_edge(
     mul = jnp.where(up == 1, 1.0, -1.0)
     second = jnp.where(up == 1, 1 - best.segment, 1 + best.segment)
     habs = jnp.abs(h)
-    second = _min_if_less(second, _ratio(2 * s[ax2], habs[ax2]))
+    second = jnp.minimum(second, _ratio(2 * s[ax2], habs[ax2]))
     e2 = jnp.where(((axisdir >> ax) & 1) == up, 1 - best.boxpos, 1 + best.boxpos)
-    second = _min_if_less(second, _ratio(s[ax] * e2, habs[ax])) * mul
+    second = jnp.minimum(second, _ratio(s[ax] * e2, habs[ax])) * mul
     return jnp.where(_is_one_of(c1, (1, 2, 4)), second, -4.0)
 
 

@@ -34,8 +34,8 @@ def mass_matrix(sys: System, kin: Kinematics) -> jax.Array:
     if sys.armature_tendons:  # (J does not read q; only the discarded length does)
         _, jac = tendon.lengths_and_jacobian(sys, kin, sys.qpos0, sys.armature_tendons)
         jac = jnp.asarray(jac, m.dtype)
-        pattern = np.maximum(topo.dof_ancestor, topo.dof_ancestor.T)
-        m = m + jnp.einsum("t,ti,tj->ij", sys.tendon_armature, jac, jac) * pattern
+        armature = jnp.einsum("t,ti,tj->ij", sys.tendon_armature, jac, jac)
+        m = m + jnp.where(topo.dof_chain, armature, 0.0)
     return m
 
 

@@ -242,8 +242,7 @@ def velocity_derivative(sys: System, state: State, ctrl: jax.Array) -> jax.Array
         deriv = deriv - jax.jacfwd(bias)(state.qd)
     elif (free := _free_blocks(sys)).any():
         deriv = deriv - jnp.where(free, jax.jacfwd(bias)(state.qd), 0.0)
-    chain = sys.topology.dof_ancestor
-    return jnp.where((chain + chain.T) > 0, deriv, 0.0)
+    return jnp.where(sys.topology.dof_chain, deriv, 0.0)
 
 
 def _implicit_acceleration(

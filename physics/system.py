@@ -121,6 +121,12 @@ class Topology:
         return (strict | ((b[:, None] == b[None, :]) & same_or_before)).astype(np.float32)
 
     @functools.cached_property
+    def dof_chain(self) -> np.ndarray:
+        """[nv, nv] bool: dof pairs on one path to the root, M's sparsity (and MuJoCo's
+        qDeriv's)."""
+        return (self.dof_ancestor + self.dof_ancestor.T) > 0
+
+    @functools.cached_property
     def dof_moving_frame(self) -> np.ndarray:
         """[nv, nv]: 1 where dof i moves the frame that carries dof j's axis.
 
