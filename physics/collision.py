@@ -35,12 +35,10 @@ capsule-box        2      exact (MuJoCo's mjraw_CapsuleBox): the segment's close
                           among its ends over faces and its closest points to the 12 edges,
                           and MuJoCo's second point along it over the same face or edge
                           (:mod:`physics.capsule_box`)
-capsule-cylinder   1      the deepest point of the segment in the cylinder SDF
-                          (golden section, or an end), then sphere-cylinder there: exact
-                          while the segment stays outside the cylinder (MuJoCo's convex
-                          collider gives the same distance and normal), an approximation
-                          once it is inside. A segment (nearly) parallel to a cap gets
-                          two points from MuJoCo 4.0 (clipped to the cap), one here
+capsule-cylinder   2      exact depth and normal (the segment's separating axis with the
+                          cylinder, less the radius); lying on a cap, the capsule's line
+                          clipped to it (2 points, as MuJoCo 4.0), else the axis's witness:
+                          :mod:`physics.convex`
 box-box            8      exact depth (separating axes); every distinct point of the
                           touching features' clip, as MuJoCo's box-box: :mod:`physics.polytope`
 cylinder-cylinder  4      exact depth and normal (separating axes), points by clipping
@@ -109,7 +107,7 @@ _NUM_CONTACTS = {
     (GEOM_CAPSULE, GEOM_CAPSULE): 2,
     (GEOM_SPHERE, GEOM_CYLINDER): 1,
     (GEOM_SPHERE, GEOM_BOX): 1,
-    (GEOM_CAPSULE, GEOM_CYLINDER): 1,
+    (GEOM_CAPSULE, GEOM_CYLINDER): 2,
     (GEOM_CAPSULE, GEOM_BOX): 2,
     (GEOM_BOX, GEOM_BOX): 8,
     (GEOM_CYLINDER, GEOM_CYLINDER): 4,
@@ -589,29 +587,6 @@ def collide_sphere_cylinder(
     return _stack(dist[None], pos[None], n[None])
 
 
-def _cylinder_sdf(p: jax.Array, radius: jax.Array, half: jax.Array) -> jax.Array:
-    """Signed distance of local point p to a cylinder along local z (convex in p)."""
-    q = jnp.stack([_safe_norm(p[:2]) - radius, jnp.abs(p[2]) - half])
-    return _safe_norm(jnp.maximum(q, 0.0)) + jnp.minimum(jnp.max(q), 0.0)
-
-
-def collide_capsule_cylinder(
-    pos1: jax.Array,
-    mat1: jax.Array,
-    size1: jax.Array,
-    pos2: jax.Array,
-    mat2: jax.Array,
-    size2: jax.Array,
-) -> Contact:
-    """Capsule against cylinder: 1 slot, sphere-cylinder at the segment's deepest point in
-    the cylinder SDF (`_deepest_on_segment`)."""
-    a, b = _capsule_ends(pos1, mat1, size1)
-    la, ld = mat2.T @ (a - pos2), mat2.T @ (b - a)  # segment in cylinder coordinates
-    t_star = _deepest_on_segment(lambda t: _cylinder_sdf(la + t * ld, size2[0], size2[1]), ld.dtype)
-    dist, pos, n = _sphere_cylinder(a + t_star * (b - a), size1[0], pos2, mat2, size2)
-    return _stack(dist[None], pos[None], n[None])
-
-
 @functools.partial(math.jit_when_eager, static_argnames=("type1", "type2"))
 def collide(
     type1: int,
@@ -676,7 +651,9 @@ def collide(
     if key == (GEOM_SPHERE, GEOM_BOX):
         return collide_sphere_box(pos1, size1, pos2, mat2, size2)
     if key == (GEOM_CAPSULE, GEOM_CYLINDER):
-        return collide_capsule_cylinder(pos1, mat1, size1, pos2, mat2, size2)
+        from physics import convex
+
+        return convex.collide_capsule_cylinder(pos1, mat1, size1, pos2, mat2, size2, margin)
     if key == (GEOM_CAPSULE, GEOM_BOX):
         from physics import capsule_box  # built on this module's helpers
 

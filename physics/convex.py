@@ -13,8 +13,11 @@ same in a fixed number of branch-free operations:
    another rim, a rim against a side): a grid and golden-section search find them.
 2. **Touching features.** Along the normal each geom touches with a face (a box face; a cap
    as MuJoCo's polygon of 16 rim points), an edge (a box edge; the side's line) or a point.
-   A feature counts as a face or edge within ~5.7 degrees of the contact plane, MuJoCo's
-   tolerance (it reports 4 points for a cap tilted 5 degrees on a box, 1 at 6 degrees).
+   A face counts within 5.13 degrees of the contact plane (cos 0.996) and an edge within
+   5.09 degrees of it (sin 0.0888): MuJoCo 4.0.1's tolerances, found by bisection (a cap
+   tilted on a box turns from 4 points to 1 at 5.1264 degrees; a box's edge or a cylinder's
+   side on a box or a mesh, and a capsule on a mesh or a cap, from 2 points to 1 at 5.0946
+   degrees).
 3. **Clipping in the contact plane.** The contact points are each feature's vertices inside
    the other and the crossings of their edges, each with its distance measured along the
    normal. Of those within the margin up to 4 are kept: the deepest, the farthest from it,
@@ -47,9 +50,11 @@ from physics.collision import (
 from physics.system import GEOM_BOX, GEOM_CYLINDER
 
 CONVEX_CONTACTS = 4  # slots per pair (MuJoCo keeps at most 4 of a face-face clip)
+CAPSULE_CYLINDER_CONTACTS = 2  # a capsule's line clipped to a cap
 _CAP_POINTS = 16  # a cap as MuJoCo's polygon of 16 rim points
-_FACE_COS = 0.995  # a face touches flat within ~5.7 degrees of the contact plane
-_FACE_SIN = float(np.sqrt(1.0 - _FACE_COS**2))
+_FACE_COS = 0.996  # a face touches flat within 5.13 degrees of the contact plane (MuJoCo's)
+_EDGE_SIN = 0.0888  # an edge lies along a face within 5.09 degrees of it (MuJoCo's)
+_EXACT_SIN = 1e-4  # off a face, features meet exactly (to float32 rounding of the normal)
 _GRID = 16  # samples of a rim angle before golden-section refinement
 _GOLDEN_ITERS = 16  # the grid's bracket of 0.39 rad shrinks to 2e-4 rad
 _POLISH = 24  # pattern-search steps on the best candidate normal
@@ -207,6 +212,27 @@ def _cylinder_cylinder_axes(gap: _Gap) -> jax.Array:
     )
 
 
+def _cylinder_segment_axes(gap: _Gap, ends: jax.Array) -> jax.Array:
+    """Candidate normals [9, 3] of a cylinder (1) against a segment with ends [2, 3] (geom 2,
+    a cylinder of radius 0): every pair of features but a rim against the segment has its
+    normal in closed form."""
+    p1, m1, s1 = gap.pos1, gap.mat1, gap.size1
+    axis = m1[:, 2]
+    near = jax.vmap(lambda c: jax.vmap(lambda e: _circle_point(c, axis, s1[0], e))(ends))(
+        _rims(p1, m1, s1)
+    )
+    along = ends[1] - ends[0]
+    return jnp.concatenate(
+        [
+            axis[None],  # a cap
+            jnp.cross(axis, along)[None],  # the side against the segment, skew
+            _perp(ends - p1, axis),  # the side against an end (or a parallel segment)
+            (ends[None] - near).reshape(-1, 3),  # a rim against an end
+            best_across(gap, along, m1)[None],  # a rim against the segment
+        ]
+    )
+
+
 def separating_axis(
     kind2: int,
     pos1: jax.Array,
@@ -258,13 +284,22 @@ def _box_feature(pos: jax.Array, mat: jax.Array, size: jax.Array, d: jax.Array) 
     middle = corner * (1.0 - free_axis)
     edge = jnp.stack([middle + along, middle - along])
     is_face = mag[k] >= _FACE_COS
-    is_edge = ~is_face & (mag[free] < _FACE_SIN)
+    is_edge = ~is_face & (mag[free] < _EDGE_SIN)
     verts = jnp.where(is_face, face, jnp.where(is_edge, _padded(edge, 4), corner))
     count = jnp.where(is_face, 4, jnp.where(is_edge, 2, 1))
     return Feature(pos + verts @ mat.T, count, mat @ (axis_k * sign))
 
 
-def _cylinder_feature(pos: jax.Array, mat: jax.Array, size: jax.Array, d: jax.Array) -> Feature:
+def _cylinder_feature(
+    pos: jax.Array,
+    mat: jax.Array,
+    size: jax.Array,
+    d: jax.Array,
+    face_cos: float = _FACE_COS,
+    edge_sin: float = _EDGE_SIN,
+) -> Feature:
+    """A cap (polygon), the side's line or a rim point, whichever touches along d within the
+    tolerances (MuJoCo's by default)."""
     radius, half = size[0], size[1]
     local = mat.T @ d
     up = jnp.where(local[2] >= 0.0, 1.0, -1.0)
@@ -273,8 +308,8 @@ def _cylinder_feature(pos: jax.Array, mat: jax.Array, size: jax.Array, d: jax.Ar
     theta = 2 * np.pi * np.arange(_CAP_POINTS) / _CAP_POINTS
     ring = cap + radius * np.stack([np.cos(theta), np.sin(theta), 0 * theta], -1)
     line = radial + jnp.array([[0.0, 0.0, 1.0], [0.0, 0.0, -1.0]]) * half
-    is_face = jnp.abs(local[2]) >= _FACE_COS
-    is_edge = jnp.abs(local[2]) < _FACE_SIN
+    is_face = jnp.abs(local[2]) >= face_cos
+    is_edge = jnp.abs(local[2]) < edge_sin
     verts = jnp.where(is_face, ring, jnp.where(is_edge, _padded(line, _CAP_POINTS), cap + radial))
     count = jnp.where(is_face, _CAP_POINTS, jnp.where(is_edge, 2, 1))
     return Feature(pos + verts @ mat.T, count, mat[:, 2] * up)
@@ -434,6 +469,67 @@ def collide_cylinder(
     return touching_contacts(f1, feature2(pos2, mat2, size2, -n), sd, n, margin)
 
 
+def collide_capsule_cylinder(
+    pos1: jax.Array,
+    mat1: jax.Array,
+    size1: jax.Array,
+    pos2: jax.Array,
+    mat2: jax.Array,
+    size2: jax.Array,
+    margin: jax.Array | float = 0.0,
+) -> Contact:
+    """A capsule (geom1) against a cylinder: 2 slots, as MuJoCo 4.0's convex collider reports
+    them.
+
+    The capsule is its segment (a cylinder of radius 0) grown by its radius, so the signed
+    distance and normal are the segment's separating axis with the cylinder, less the radius:
+    exact however deep. Where the normal meets a cap within 5.13 degrees and the segment lies
+    along the cap within 5.09 (MuJoCo's tolerances), the capsule's surface line nearest the
+    cap (:func:`_capsule_feature`) is clipped to the cap's polygon: up to two points, each with
+    its depth along the cap's normal; one alone is reported twice where the normal is a rim's
+    against the segment (an edge pair), as MuJoCo does. Otherwise there is one contact, at
+    the separating axis's witness: the segment's end deepest along the normal, or, where the
+    segment lies exactly across the normal, its point closest to the side's line or to the
+    rim point."""
+    r = size1[0]
+    a, b = _capsule_ends(pos1, mat1, size1)
+    segment = jnp.stack([0.0 * r, size1[1], 0.0 * r])
+    gap = _Gap(GEOM_CYLINDER, pos2, mat2, size2, pos1, mat1, segment)
+    axes = _normalize(_cylinder_segment_axes(gap, jnp.stack([a, b])), _X)
+    k = jnp.argmax(gap(axes))
+    n = jnp.where(axes[k] @ (pos2 - pos1) < 0.0, -axes[k], axes[k])  # capsule -> cylinder
+    sd = gap(n[None])[0] - r
+    along = b - a
+    length = _safe_norm(along)
+    # the features of the axis's witness, as MuJoCo's EPA ends on them: the cap's polygon and
+    # the capsule's line where it lies on the cap (its axis or a rim's against the segment),
+    # else by a tight tolerance the side's line or a rim point, and the segment or its end
+    cap_axis, rim_edge = k == 0, k == len(axes) - 1
+    cap = _cylinder_feature(pos2, mat2, size2, -n)
+    lying = (cap_axis | rim_edge) & (cap.count >= 3)
+    lying &= jnp.abs(along @ cap.normal) < _EDGE_SIN * length
+    exact = _cylinder_feature(pos2, mat2, size2, -n, 1.0, _EXACT_SIN)
+    f2 = jax.tree.map(lambda x, y: jnp.where(lying | cap_axis, x, y), cap, exact)
+    is_line = lying | (~cap_axis & (jnp.abs(along @ n) < _EXACT_SIN * length))
+    f1 = _capsule_feature(a, b, r, n, is_line)
+    return touching_contacts(
+        f1, f2, sd, n, margin, rim_edge, CAPSULE_CYLINDER_CONTACTS, one_clipped=True
+    )
+
+
+def _capsule_feature(
+    a: jax.Array, b: jax.Array, r: jax.Array, n: jax.Array, is_line: jax.Array
+) -> Feature:
+    """A capsule's touching feature along n: the line of its surface (the segment ab moved by
+    r times n's part across it, which MuJoCo does not normalise: a line tilted by t off a face
+    sits r cos^2 t below the segment), or the segment's end deepest along n, on the surface."""
+    along = b - a
+    across = _perp(n, along / _safe_norm(along))
+    deepest = jnp.where(a @ n >= b @ n, a, b) + r * n
+    verts = jnp.where(is_line, jnp.stack([a, b]) + r * across, jnp.stack([deepest, deepest]))
+    return Feature(verts, jnp.where(is_line, 2, 1), n)
+
+
 def touching_contacts(
     f1: Feature,
     f2: Feature,
@@ -442,6 +538,7 @@ def touching_contacts(
     margin: jax.Array | float,
     repeat_single: jax.Array | bool = False,
     slots: int = CONVEX_CONTACTS,
+    one_clipped: bool = False,
 ) -> Contact:
     """The 4 slots of two touching features (f1 along n, f2 along -n) at the separating axis's
     distance sd and normal n: the clip's points within the margin, or one at the witness.
@@ -450,19 +547,24 @@ def touching_contacts(
     MuJoCo 4.0 reports them. ``repeat_single``: an edge on a face clipped to one point gives
     it twice (MuJoCo's report where the edge came from an edge pair). ``slots`` above 4: every
     distinct point of the clip (MuJoCo's box-box, up to 8), deepest first, instead of 4 of
-    them."""
+    them; below 4 (an edge on a face touches in 2 points at most): the first of the 4.
+    ``one_clipped``: a single point clipped on a face takes the face's normal and its depth
+    along it too (MuJoCo's report for a capsule's line on a face)."""
     clip_n = jnp.where(f2.count >= 3, -f2.normal, jnp.where(f1.count >= 3, f1.normal, n))
     clip = _clip(f1, f2, clip_n, make_frame(clip_n))
     eligible = clip.valid & (clip.dist <= margin)
-    pick = _select if slots == CONVEX_CONTACTS else lambda *a: _distinct(*a, slots)
-    idx, used = pick(clip.dist, clip.plane, eligible)
+    if slots > CONVEX_CONTACTS:
+        idx, used = _distinct(clip.dist, clip.plane, eligible, slots)
+    else:
+        idx, used = (x[:slots] for x in _select(clip.dist, clip.plane, eligible))
     # MuJoCo 4.0 reports an edge clipped on a face to one point twice where it found the edge
     # from an edge pair (repeat_single): two coincident contacts, which its solver sees as two
     edge_on_face = (jnp.minimum(f1.count, f2.count) == 2) & (jnp.maximum(f1.count, f2.count) > 2)
     twice = repeat_single & edge_on_face & used[0] & ~used[1] & (jnp.sum(clip.valid) >= 2)
     used = used.at[1].set(used[1] | twice)
     idx = idx.at[1].set(jnp.where(twice, idx[0], idx[1]))
-    clipped = used[1] & ((f1.count != 2) | (f2.count != 2))  # two edges: their witness
+    on_face = jnp.maximum(f1.count, f2.count) > 2
+    clipped = (used[1] | (one_clipped & used[0] & on_face)) & ((f1.count != 2) | (f2.count != 2))
     one = jnp.arange(slots) == 0
     dist = jnp.where(clipped, jnp.where(used, clip.dist[idx], FAR), jnp.where(one, sd, FAR))
     kept = jax.vmap(lambda i: clip.position(f1, f2, clip_n, i))(idx)

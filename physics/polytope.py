@@ -13,8 +13,8 @@ branch-free operations:
    largest separation is a lower bound of the distance (exact where a face or an edge pair
    is closest, smaller where two corners are): contacts within a margin start no later.
 2. **Touching features.** Along a face normal, as for the cylinder: the face around the
-   hull's support vertex that faces the normal most directly if within MuJoCo's ~5.7
-   degrees, else the edge there most perpendicular to it within the same tolerance, else the
+   hull's support vertex that faces the normal most directly if within MuJoCo's 5.13
+   degrees, else the edge there most perpendicular to it within its 5.09 degrees, else the
    vertex. Along an edge pair's axis, as MuJoCo matches the features around its EPA witness:
    a face at each edge facing the other within that tolerance, else one edge lying along a
    face at the other (then that face, not the axis, decides; clipped to one point, the point
@@ -54,11 +54,12 @@ from physics.collision import (
     _safe_norm,
 )
 from physics.convex import (
+    _EDGE_SIN,
     _FACE_COS,
-    _FACE_SIN,
     _X,
     CONVEX_CONTACTS,
     Feature,
+    _capsule_feature,
     _circle_point,
     _cylinder_feature,
     _extent,
@@ -183,7 +184,7 @@ def _feature(p: Polytope, d: jax.Array) -> Feature:
     sin = jnp.where(at, jnp.abs(along @ d) / _safe_norm(along), jnp.inf)
     j = jnp.argmin(sin)
     is_face = jnp.max(cos) >= _FACE_COS
-    is_edge = ~is_face & (sin[j] < _FACE_SIN)
+    is_edge = ~is_face & (sin[j] < _EDGE_SIN)
     edge = _edge_feature(p, s, other[j], _length(p))
     point = Feature(_padded(p.verts[s][None], _length(p)), jnp.asarray(1), face.normal)
     return jax.tree.map(
@@ -193,8 +194,8 @@ def _feature(p: Polytope, d: jax.Array) -> Feature:
 
 def _edge_pair_features(a: Polytope, b: Polytope, i: jax.Array, j: jax.Array) -> tuple:
     """Features where edge i of a and edge j of b give the normal (MuJoCo's EPA ends on the
-    two edges): a face of each at the edges facing each other within ~5.7 degrees, else one
-    edge lying along a face at the other within that tolerance (that face's normal then, not
+    two edges): a face of each at the edges facing each other within 5.13 degrees, else one
+    edge lying along a face at the other within 5.09 degrees (that face's normal then, not
     the axis, decides), else the two edges."""
     fa, fb = a.edge_faces[i], b.edge_faces[j]
     ea, eb = a.edges[i], b.edges[j]
@@ -208,8 +209,8 @@ def _edge_pair_features(a: Polytope, b: Polytope, i: jax.Array, j: jax.Array) ->
     la, lb = _length(a), _length(b)
     edge_a, edge_b = _edge_feature(a, ea[0], ea[1], la), _edge_feature(b, eb[0], eb[1], lb)
     face_face = facing[ka, kb] <= -_FACE_COS
-    a_on_b = ~face_face & (jnp.min(sin_a) < _FACE_SIN)
-    b_on_a = ~face_face & ~a_on_b & (jnp.min(sin_b) < _FACE_SIN)
+    a_on_b = ~face_face & (jnp.min(sin_a) < _EDGE_SIN)
+    b_on_a = ~face_face & ~a_on_b & (jnp.min(sin_b) < _EDGE_SIN)
     face_a = _face_feature(a, jnp.where(face_face, fa[ka], fa[jnp.argmin(sin_b)]), la)
     face_b = _face_feature(b, jnp.where(face_face, fb[kb], fb[jnp.argmin(sin_a)]), lb)
     pick = lambda use, x, y: jax.tree.map(lambda u, w: jnp.where(use, u, w), x, y)  # noqa: E731
@@ -255,7 +256,7 @@ def collide_capsule_mesh(
     """A capsule (geom1) against a mesh: its segment's point deepest in the hull's signed
     distance (convex along the segment: `collision._deepest_on_segment`), less the radius,
     gives the depth and normal, exact while the segment is outside the hull. The capsule
-    touches with the line of its surface nearest the mesh where the segment lies within ~5.7
+    touches with the line of its surface nearest the mesh where the segment lies within 5.09
     degrees of perpendicular to the normal (clipped against a hull face: the two points
     MuJoCo 4.0 reports for a capsule lying on a face), else with that point."""
     a, b = _capsule_ends(pos1, mat1, size1)
@@ -265,12 +266,12 @@ def collide_capsule_mesh(
     sdf, out = _hull_sdf(la + t * (lb - la), hull)
     n = -(mat2 @ out)  # capsule -> mesh
     f2 = _feature(Polytope.of(pos2, mat2, hull), -n)
-    towards = jnp.where(f2.count >= 3, -f2.normal, n)  # where the capsule's surface meets it
     axis = b - a
-    along = jnp.abs(axis @ n) < _FACE_SIN * _safe_norm(axis)
-    line = jnp.stack([a, b]) + r * towards
+    facing = jnp.where(f2.count >= 3, f2.normal, n)  # the line lies along a face, or the normal
+    line = _capsule_feature(a, b, r, n, True)
     point = _padded((a + t * axis + r * n)[None], 2)
-    f1 = Feature(jnp.where(along, line, point), jnp.where(along, 2, 1), n)
+    along = jnp.abs(axis @ facing) < _EDGE_SIN * _safe_norm(axis)
+    f1 = Feature(jnp.where(along, line.verts, point), jnp.where(along, 2, 1), n)
     return touching_contacts(f1, f2, sdf - r, n, margin)
 
 

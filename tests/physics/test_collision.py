@@ -106,39 +106,24 @@ def test_matches_mujoco_contacts(types):
             np.testing.assert_allclose(ours.frame[i, j], frame, atol=1e-3)
 
 
-@pytest.mark.parametrize(
-    "types",
-    [
-        (col.GEOM_CAPSULE, col.GEOM_CYLINDER),
-        (col.GEOM_BOX, col.GEOM_BOX),
-    ],
-    ids=["capsule-cylinder", "box-box"],
-)
-def test_approximate_pairs_deepest_contact(types):
-    """Approximate pairs: the deepest contact (dist, normal) matches MuJoCo's deepest.
-
-    Capsule-cylinder: compared while the capsule axis stays outside the cylinder (penetration
-    below the radius); once the axis enters it our SDF point is deeper than MuJoCo's.
-    Box-box (exact now, tests/physics/test_polytope.py has its random poses) keeps its poses
-    of old: box1 rests on box2's top face with random yaw and tilt.
-    """
+def test_box_resting_on_a_box_deepest_contact():
+    """Box-box (exact: tests/physics/test_polytope.py has its random poses) on poses of old:
+    box1 rests on box2's top face with random yaw and tilt; the deepest contact's dist and
+    normal are MuJoCo's deepest."""
+    types = (col.GEOM_BOX, col.GEOM_BOX)
     rng = np.random.default_rng(7)
-    m = _model(*types, size2="0.5 0.5 0.15" if types[0] == col.GEOM_BOX else None)
+    m = _model(*types, size2="0.5 0.5 0.15")
     d = mujoco.MjData(m)
     fn = jax.jit(lambda p, r, s: col.collide(*types, p[0], r[0], s[0], p[1], r[1], s[1]))
     n_checked = 0
     while n_checked < 10:
         d.qpos[:] = 0
-        d.qpos[3:7] = _random_quat(rng)
-        if types[0] == col.GEOM_BOX:
-            yaw, tilt = rng.uniform(-np.pi, np.pi), rng.uniform(-0.4, 0.4)
-            d.qpos[3:7] = [np.cos(yaw / 2), 0, 0, np.sin(yaw / 2)]
-            q = np.zeros(4)
-            mujoco.mju_axisAngle2Quat(q, [1, 0, 0], tilt)
-            mujoco.mju_mulQuat(d.qpos[3:7], q.copy(), d.qpos[3:7].copy())
-            d.qpos[0:3] = rng.uniform(-0.05, 0.05, 3) + [0, 0, -0.27]
-        else:
-            d.qpos[0:3] = rng.uniform(-0.3, 0.3, 3)
+        yaw, tilt = rng.uniform(-np.pi, np.pi), rng.uniform(-0.4, 0.4)
+        d.qpos[3:7] = [np.cos(yaw / 2), 0, 0, np.sin(yaw / 2)]
+        q = np.zeros(4)
+        mujoco.mju_axisAngle2Quat(q, [1, 0, 0], tilt)
+        mujoco.mju_mulQuat(d.qpos[3:7], q.copy(), d.qpos[3:7].copy())
+        d.qpos[0:3] = rng.uniform(-0.05, 0.05, 3) + [0, 0, -0.27]
         d.qpos[10:14] = [1, 0, 0, 0]
         mujoco.mj_forward(m, d)
         if d.ncon == 0 or min(c.dist for c in d.contact[: d.ncon]) > -2e-3:
@@ -149,8 +134,6 @@ def test_approximate_pairs_deepest_contact(types):
         size = jnp.asarray(m.geom_size, jnp.float32)
         ours = fn(pos, mat, size)
         j = int(jnp.argmin(ours.dist))
-        if types[0] == col.GEOM_CAPSULE and ours.dist[j] < -size[0, 0] + 1e-3:
-            continue
         np.testing.assert_allclose(ours.dist[j], deepest.dist, atol=2e-4)
         np.testing.assert_allclose(ours.normal[j], deepest.frame[:3], atol=2e-3)
         n_checked += 1
@@ -471,21 +454,35 @@ def test_sphere_cylinder_each_feature_like_mujoco(case):
     np.testing.assert_allclose(ours.frame[0].ravel(), cons[0].frame, atol=1e-5)
 
 
-@pytest.mark.parametrize(
-    "capsule_at",
-    [[0.2, 0.0, 0.05], [0.15, 0.12, -0.1], [0.03, 0.0, 0.28]],
-    ids=["side", "side, skewed", "across the cap"],
-)
-def test_horizontal_capsule_against_upright_cylinder_like_mujoco(capsule_at):
-    """A pusher's case: a level capsule (radius 0.1) touching a standing cylinder; our one
-    contact has the dist and normal of MuJoCo's deepest. Across the cap MuJoCo 4.0 reports
-    two points (the segment clipped to the cap), where we report one."""
-    level = [np.cos(np.pi / 4), np.sin(np.pi / 4), 0, 0]  # capsule axis along world y
-    cons, ours = _pair_at(3, 5, capsule_at, level, [0, 0, 0], [1, 0, 0, 0])
-    deepest = min(cons, key=lambda c: c.dist)
-    assert len(cons) == (2 if capsule_at[2] > 0.2 else 1) and float(ours.dist[0]) < 0
-    np.testing.assert_allclose(ours.dist[0], deepest.dist, atol=1e-4)
-    np.testing.assert_allclose(ours.normal[0], deepest.frame[:3], atol=1e-3)
+# a capsule (radius 0.1, half-length 0.3) against an upright cylinder (radius 0.12, half-height
+# 0.2) at the origin: its centre, its axis's tilt up from level (degrees, along world y) and
+# how many contacts MuJoCo reports
+CAPSULE_CYLINDER = {  # (centre, tilt, MuJoCo's contact count)
+    "side": ([0.2, 0.0, 0.05], 0.0, 1),
+    "side, skewed": ([0.15, 0.12, -0.1], 0.0, 1),
+    "across the cap": ([0.03, 0.0, 0.28], 0.0, 2),
+    "end on the cap, tilted": ([0.0, 0.25, 0.299 + 0.3 * np.sin(np.radians(3))], 3.0, 1),
+    "over the rim, tilted": ([0.0, 0.0, 0.28], 3.0, 2),
+}
+
+
+@pytest.mark.parametrize("case", list(CAPSULE_CYLINDER), ids=list(CAPSULE_CYLINDER))
+def test_capsule_against_upright_cylinder_like_mujoco(case):
+    """A pusher's case and the ways a capsule lies on a cap: MuJoCo's contacts, all of them.
+    Across the cap, two points (the line clipped to the cap's polygon); a tilted end on the
+    cap, one, at its depth along the cap's normal; tilted over the rim (a rim against the
+    segment), its one point twice."""
+    centre, tilt, count = CAPSULE_CYLINDER[case]
+    quat = np.zeros(4)
+    mujoco.mju_axisAngle2Quat(quat, [-1.0, 0.0, 0.0], np.radians(90 - tilt))  # z towards +y
+    cons, ours = _pair_at(3, 5, centre, quat, [0, 0, 0], [1, 0, 0, 0])
+    live = np.flatnonzero(np.asarray(ours.dist) < 0)
+    assert len(live) == len(cons) == count, (np.asarray(ours.dist), [c.dist for c in cons])
+    order = live[np.argsort(ours.pos[live, 1])]
+    for c, j in zip(sorted(cons, key=lambda c: c.pos[1]), order, strict=True):
+        np.testing.assert_allclose(ours.dist[j], c.dist, atol=1e-5)
+        np.testing.assert_allclose(ours.pos[j], c.pos, atol=1e-5)
+        np.testing.assert_allclose(ours.frame[j, 0], c.frame[:3], atol=1e-5)
 
 
 def test_program_size_does_not_grow_with_the_contact_slots():

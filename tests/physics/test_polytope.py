@@ -250,7 +250,7 @@ CAPSULE = '<geom type="capsule" size=".03 .06"/>'
 def test_capsule_depth_is_the_minimum_translation():
     """Capsule against a mesh on random touching poses (some deep): the depth is the largest
     gap of 200k directions (the segment's distance to the hull, less the radius), and a single
-    contact's normal separates the shapes by it. (Two points, a capsule lying within 5.7
+    contact's normal separates the shapes by it. (Two points, a capsule lying within 5.09
     degrees of a face, take their depths along the face's normal, as MuJoCo's do.)"""
     m, sys = _model(CAPSULE, _mesh("rock"))
     rng = np.random.default_rng(2)
