@@ -228,9 +228,31 @@ def _cylinder_segment_axes(gap: _Gap, ends: jax.Array) -> jax.Array:
             jnp.cross(axis, along)[None],  # the side against the segment, skew
             _perp(ends - p1, axis),  # the side against an end (or a parallel segment)
             (ends[None] - near).reshape(-1, 3),  # a rim against an end
-            best_across(gap, along, m1)[None],  # a rim against the segment
+            _rim_across_segment(gap, along)[None],  # a rim against the segment
         ]
     )
+
+
+def _rim_across_segment(gap: _Gap, along: jax.Array) -> jax.Array:
+    """:func:`best_across` for a segment (geom 2, of direction ``along``), in the cylinder's
+    frame and on scalars: the normal n(theta) across the segment and the rim's tangent at
+    theta is (-uz c, -uz s, w) / sqrt(uz^2 + w^2) there, w = ux c + uy s, and the segment
+    has no extent along it, so the gap is a ratio of a few products (the general search
+    works on 3-vectors, which CPUs vectorise badly: 5x slower here)."""
+    m1, size = gap.mat1, gap.size1
+    u = m1.T @ along
+    delta = m1.T @ (gap.pos2 - gap.pos1)
+
+    def neg_gap(theta: jax.Array) -> jax.Array:
+        c, s = jnp.cos(theta), jnp.sin(theta)
+        w = u[0] * c + u[1] * s
+        centre = jnp.abs(-u[2] * (delta[0] * c + delta[1] * s) + delta[2] * w)
+        ext = size[1] * jnp.abs(w) + size[0] * jnp.abs(u[2])
+        return (ext - centre) / jnp.sqrt(jnp.maximum(u[2] ** 2 + w**2, 1e-30))
+
+    theta = _search(neg_gap)
+    c, s = jnp.cos(theta), jnp.sin(theta)
+    return m1 @ jnp.stack([-u[2] * c, -u[2] * s, u[0] * c + u[1] * s])
 
 
 def separating_axis(
@@ -483,51 +505,102 @@ def collide_capsule_cylinder(
 
     The capsule is its segment (a cylinder of radius 0) grown by its radius, so the signed
     distance and normal are the segment's separating axis with the cylinder, less the radius:
-    exact however deep. Where the normal meets a cap within 5.13 degrees and the segment lies
-    along the cap within 5.09 (MuJoCo's tolerances), the capsule's surface line nearest the
-    cap (:func:`_capsule_feature`) is clipped to the cap's polygon: up to two points, each with
-    its depth along the cap's normal; one alone is reported twice where the normal is a rim's
-    against the segment (an edge pair), as MuJoCo does. Otherwise there is one contact, at
-    the separating axis's witness: the segment's end deepest along the normal, or, where the
-    segment lies exactly across the normal, its point closest to the side's line or to the
-    rim point."""
+    exact however deep. Where that axis is the cap's or a rim's against the segment, within
+    5.13 degrees of the cap's normal, and the segment lies along the cap within 5.09 (MuJoCo's
+    tolerances), the capsule's surface line nearest the cap (:func:`_capsule_line`) is clipped
+    to the cap's 16-gon: up to two points, each with its depth along the cap's normal; one
+    alone is reported twice where the axis is a rim's (an edge pair), as MuJoCo does.
+    Otherwise there is one contact, at the axis's witness: the segment's end deepest along
+    the normal, the rim's point, or the closest points of the segment and the side."""
     r = size1[0]
     a, b = _capsule_ends(pos1, mat1, size1)
-    segment = jnp.stack([0.0 * r, size1[1], 0.0 * r])
-    gap = _Gap(GEOM_CYLINDER, pos2, mat2, size2, pos1, mat1, segment)
+    gap = _Gap(GEOM_CYLINDER, pos2, mat2, size2, pos1, mat1, jnp.stack([0.0 * r, size1[1], 0.0]))
     axes = _normalize(_cylinder_segment_axes(gap, jnp.stack([a, b])), _X)
     k = jnp.argmax(gap(axes))
     n = jnp.where(axes[k] @ (pos2 - pos1) < 0.0, -axes[k], axes[k])  # capsule -> cylinder
     sd = gap(n[None])[0] - r
     along = b - a
-    length = _safe_norm(along)
-    # the features of the axis's witness, as MuJoCo's EPA ends on them: the cap's polygon and
-    # the capsule's line where it lies on the cap (its axis or a rim's against the segment),
-    # else by a tight tolerance the side's line or a rim point, and the segment or its end
+    axis = mat2[:, 2]
+    up = jnp.where(axis @ n < 0.0, axis, -axis)  # the normal of the cap facing the capsule
     cap_axis, rim_edge = k == 0, k == len(axes) - 1
-    cap = _cylinder_feature(pos2, mat2, size2, -n)
-    lying = (cap_axis | rim_edge) & (cap.count >= 3)
-    lying &= jnp.abs(along @ cap.normal) < _EDGE_SIN * length
-    exact = _cylinder_feature(pos2, mat2, size2, -n, 1.0, _EXACT_SIN)
-    f2 = jax.tree.map(lambda x, y: jnp.where(lying | cap_axis, x, y), cap, exact)
-    is_line = lying | (~cap_axis & (jnp.abs(along @ n) < _EXACT_SIN * length))
-    f1 = _capsule_feature(a, b, r, n, is_line)
-    return touching_contacts(
-        f1, f2, sd, n, margin, rim_edge, CAPSULE_CYLINDER_CONTACTS, one_clipped=True
-    )
-
-
-def _capsule_feature(
-    a: jax.Array, b: jax.Array, r: jax.Array, n: jax.Array, is_line: jax.Array
-) -> Feature:
-    """A capsule's touching feature along n: the line of its surface (the segment ab moved by
-    r times n's part across it, which MuJoCo does not normalise: a line tilted by t off a face
-    sits r cos^2 t below the segment), or the segment's end deepest along n, on the surface."""
-    along = b - a
-    across = _perp(n, along / _safe_norm(along))
+    lying = (cap_axis | rim_edge) & (-(n @ up) >= _FACE_COS)
+    lying &= jnp.abs(along @ up) < _EDGE_SIN * _safe_norm(along)
+    line = _capsule_line(a, b, r, n)
+    clip = _line_on_cap(line, pos2 + up * size2[1], up, mat2, size2[0], margin)
+    # the witness of the axis (one contact): the segment's deepest end on a cap or by the
+    # side, the rim's point against the segment, or the closest points of segment and side
     deepest = jnp.where(a @ n >= b @ n, a, b) + r * n
-    verts = jnp.where(is_line, jnp.stack([a, b]) + r * across, jnp.stack([deepest, deepest]))
-    return Feature(verts, jnp.where(is_line, 2, 1), n)
+    radial = _normalize(_perp(-n, axis), mat2[:, 0]) * size2[0]
+    rim = pos2 + up * size2[1] + radial
+    s, t = _segment_segment(a, b, pos2 + radial - axis * size2[1], pos2 + radial + axis * size2[1])
+    side = pos2 + radial + (2.0 * t - 1.0) * size2[1] * axis
+    witness = jnp.where(
+        k == 1,
+        0.5 * (a + s * along + r * n + side),
+        jnp.where(rim_edge, rim - 0.5 * sd * n, deepest + 0.5 * sd * n),
+    )
+    clipped = lying & clip.used[0]
+    # MuJoCo reports a line clipped to one point twice where it came from an edge pair
+    twice = rim_edge & clip.found[1] & ~clip.used[1]
+    second = jnp.where(twice, 0, 1)
+    dist = jnp.where(
+        clipped,
+        jnp.where(clip.used | twice, clip.dist[jnp.stack([0, second])], FAR),
+        jnp.stack([sd, jnp.asarray(FAR, sd.dtype)]),
+    )
+    pos = jnp.where(clipped, clip.pos[jnp.stack([0, second])], jnp.stack([witness, witness]))
+    frame = make_frame(jnp.where(clipped, -up, n))
+    return Contact(dist, pos, jnp.broadcast_to(frame, (CAPSULE_CYLINDER_CONTACTS, 3, 3)))
+
+
+def _capsule_line(a: jax.Array, b: jax.Array, r: jax.Array, n: jax.Array) -> jax.Array:
+    """[2, 3] the line of a capsule's surface facing along n: its segment ab moved by r times
+    n's part across it, which MuJoCo does not normalise (a line tilted by t off a face sits
+    r cos^2 t below the segment)."""
+    along = b - a
+    return jnp.stack([a, b]) + r * _perp(n, along / _safe_norm(along))
+
+
+class _CapClip(NamedTuple):
+    """Up to two points of a line over a cap, the deeper first."""
+
+    dist: jax.Array  # [2] along the cap's inward normal (negative: below the cap)
+    pos: jax.Array  # [2, 3] midway between the line and the cap
+    found: jax.Array  # [2] over the cap's polygon (the second distinct from the first)
+    used: jax.Array  # [2] found and within the margin
+
+
+_CAP_EDGES = np.stack(
+    [np.cos((np.arange(_CAP_POINTS) + 0.5) * 2 * np.pi / _CAP_POINTS),
+     np.sin((np.arange(_CAP_POINTS) + 0.5) * 2 * np.pi / _CAP_POINTS)], -1
+)  # fmt: skip  # the 16-gon's outward edge normals (its vertices at multiples of 22.5 deg)
+
+
+def _line_on_cap(
+    line: jax.Array,
+    centre: jax.Array,
+    up: jax.Array,
+    mat: jax.Array,
+    radius: jax.Array,
+    margin: jax.Array | float,
+) -> _CapClip:
+    """The part of ``line`` [2, 3] over the cap at ``centre`` with outward normal ``up`` (of a
+    cylinder of frame mat): its ends clipped to the cap's 16-gon (the polygon MuJoCo clips
+    against), with their depths."""
+    local = (line - centre) @ mat[:, :2]  # [2, 2] in the cap's plane
+    start, step = local[0] @ _CAP_EDGES.T, (local[1] - local[0]) @ _CAP_EDGES.T  # [16] each
+    room = radius * np.cos(np.pi / _CAP_POINTS) - start  # start + t step <= apothem
+    safe = jnp.where(step == 0.0, 1.0, step)
+    lo = jnp.max(jnp.where(step < 0.0, room / safe, 0.0), initial=0.0)
+    hi = jnp.min(jnp.where(step > 0.0, room / safe, 1.0), initial=1.0)
+    over = (lo <= hi) & jnp.all((step != 0.0) | (room >= 0.0))
+    ends = line[0] + jnp.stack([lo, hi])[:, None] * (line[1] - line[0])
+    dist = (ends - centre) @ up
+    first = jnp.argmin(dist)
+    dist, ends = dist[jnp.stack([first, 1 - first])], ends[jnp.stack([first, 1 - first])]
+    apart = jnp.sum((ends[1] - ends[0]) ** 2) > _AREA_TOL
+    found = over & jnp.stack([True, apart])
+    return _CapClip(dist, ends - 0.5 * dist[:, None] * up, found, found & (dist <= margin))
 
 
 def touching_contacts(
@@ -538,7 +611,6 @@ def touching_contacts(
     margin: jax.Array | float,
     repeat_single: jax.Array | bool = False,
     slots: int = CONVEX_CONTACTS,
-    one_clipped: bool = False,
 ) -> Contact:
     """The 4 slots of two touching features (f1 along n, f2 along -n) at the separating axis's
     distance sd and normal n: the clip's points within the margin, or one at the witness.
@@ -547,24 +619,19 @@ def touching_contacts(
     MuJoCo 4.0 reports them. ``repeat_single``: an edge on a face clipped to one point gives
     it twice (MuJoCo's report where the edge came from an edge pair). ``slots`` above 4: every
     distinct point of the clip (MuJoCo's box-box, up to 8), deepest first, instead of 4 of
-    them; below 4 (an edge on a face touches in 2 points at most): the first of the 4.
-    ``one_clipped``: a single point clipped on a face takes the face's normal and its depth
-    along it too (MuJoCo's report for a capsule's line on a face)."""
+    them."""
     clip_n = jnp.where(f2.count >= 3, -f2.normal, jnp.where(f1.count >= 3, f1.normal, n))
     clip = _clip(f1, f2, clip_n, make_frame(clip_n))
     eligible = clip.valid & (clip.dist <= margin)
-    if slots > CONVEX_CONTACTS:
-        idx, used = _distinct(clip.dist, clip.plane, eligible, slots)
-    else:
-        idx, used = (x[:slots] for x in _select(clip.dist, clip.plane, eligible))
+    pick = _select if slots == CONVEX_CONTACTS else lambda *a: _distinct(*a, slots)
+    idx, used = pick(clip.dist, clip.plane, eligible)
     # MuJoCo 4.0 reports an edge clipped on a face to one point twice where it found the edge
     # from an edge pair (repeat_single): two coincident contacts, which its solver sees as two
     edge_on_face = (jnp.minimum(f1.count, f2.count) == 2) & (jnp.maximum(f1.count, f2.count) > 2)
     twice = repeat_single & edge_on_face & used[0] & ~used[1] & (jnp.sum(clip.valid) >= 2)
     used = used.at[1].set(used[1] | twice)
     idx = idx.at[1].set(jnp.where(twice, idx[0], idx[1]))
-    on_face = jnp.maximum(f1.count, f2.count) > 2
-    clipped = (used[1] | (one_clipped & used[0] & on_face)) & ((f1.count != 2) | (f2.count != 2))
+    clipped = used[1] & ((f1.count != 2) | (f2.count != 2))  # two edges: their witness
     one = jnp.arange(slots) == 0
     dist = jnp.where(clipped, jnp.where(used, clip.dist[idx], FAR), jnp.where(one, sd, FAR))
     kept = jax.vmap(lambda i: clip.position(f1, f2, clip_n, i))(idx)

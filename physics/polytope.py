@@ -59,7 +59,7 @@ from physics.convex import (
     _X,
     CONVEX_CONTACTS,
     Feature,
-    _capsule_feature,
+    _capsule_line,
     _circle_point,
     _cylinder_feature,
     _extent,
@@ -268,10 +268,9 @@ def collide_capsule_mesh(
     f2 = _feature(Polytope.of(pos2, mat2, hull), -n)
     axis = b - a
     facing = jnp.where(f2.count >= 3, f2.normal, n)  # the line lies along a face, or the normal
-    line = _capsule_feature(a, b, r, n, True)
     point = _padded((a + t * axis + r * n)[None], 2)
     along = jnp.abs(axis @ facing) < _EDGE_SIN * _safe_norm(axis)
-    f1 = Feature(jnp.where(along, line.verts, point), jnp.where(along, 2, 1), n)
+    f1 = Feature(jnp.where(along, _capsule_line(a, b, r, n), point), jnp.where(along, 2, 1), n)
     return touching_contacts(f1, f2, sdf - r, n, margin)
 
 
