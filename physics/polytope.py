@@ -257,21 +257,38 @@ def collide_capsule_mesh(
     distance (convex along the segment: `collision._deepest_on_segment`), less the radius,
     gives the depth and normal, exact while the segment is outside the hull. The capsule
     touches with the line of its surface nearest the mesh where the segment lies within 5.09
-    degrees of perpendicular to the normal (clipped against a hull face: the two points
-    MuJoCo 4.0 reports for a capsule lying on a face), else with that point."""
+    degrees of the face the mesh touches with, or of a face beside the edge it touches with
+    (clipped against that face: the two points MuJoCo 4.0 reports for a capsule lying on a
+    face; beside an edge, one point alone twice, as MuJoCo reports it), else with that
+    point."""
     a, b = _capsule_ends(pos1, mat1, size1)
     r = size1[0]
     la, lb = mat2.T @ (a - pos2), mat2.T @ (b - pos2)  # the segment in the hull's frame
     t = _deepest_on_segment(lambda t: _hull_sdf(la + t * (lb - la), hull)[0], la.dtype)
     sdf, out = _hull_sdf(la + t * (lb - la), hull)
     n = -(mat2 @ out)  # capsule -> mesh
-    f2 = _feature(Polytope.of(pos2, mat2, hull), -n)
+    p = Polytope.of(pos2, mat2, hull)
+    f2 = _feature(p, -n)
     axis = b - a
+    length = _safe_norm(axis)
+    # on an edge of the mesh, MuJoCo clips the capsule's line against a face beside the edge
+    # that it lies along, and reports one point alone twice (as for polytopes' edge pairs)
+    ends = p.verts[p.edges]  # [e, 2, 3]
+    same = jnp.minimum(
+        jnp.sum((ends - f2.verts[:2]) ** 2, (1, 2)), jnp.sum((ends - f2.verts[1::-1]) ** 2, (1, 2))
+    )
+    beside = p.edge_faces[jnp.argmin(same)]  # [2] the edge's faces
+    sin = jnp.where(beside >= 0, jnp.abs(p.normals[jnp.maximum(beside, 0)] @ axis), jnp.inf)
+    face = beside[jnp.argmin(sin)]
+    on_edge_face = (f2.count == 2) & (jnp.min(sin) < _EDGE_SIN * length)
+    f2 = jax.tree.map(
+        lambda x, y: jnp.where(on_edge_face, x, y), _face_feature(p, face, _length(p)), f2
+    )
     facing = jnp.where(f2.count >= 3, f2.normal, n)  # the line lies along a face, or the normal
     point = _padded((a + t * axis + r * n)[None], 2)
-    along = jnp.abs(axis @ facing) < _EDGE_SIN * _safe_norm(axis)
+    along = jnp.abs(axis @ facing) < _EDGE_SIN * length
     f1 = Feature(jnp.where(along, _capsule_line(a, b, r, n), point), jnp.where(along, 2, 1), n)
-    return touching_contacts(f1, f2, sdf - r, n, margin)
+    return touching_contacts(f1, f2, sdf - r, n, margin, on_edge_face)
 
 
 def collide_boxes(

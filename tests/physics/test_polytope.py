@@ -280,18 +280,23 @@ def test_capsule_depth_is_the_minimum_translation():
 
 
 def test_capsule_contacts_like_mujoco():
-    """Shallow random poses: MuJoCo's contacts on at least 80% (90-98% seen; the rest mostly
-    an edge of the mesh on the capsule, where MuJoCo's normal and depth are not the minimum
-    translation). Lying on a face: its two ends, as MuJoCo."""
+    """Shallow random poses: MuJoCo's contacts on at least 85% (93% seen; the rest mostly an
+    edge of the mesh on the capsule, where MuJoCo's normal and depth are not the minimum
+    translation), and on 55% of those where MuJoCo reports two points (68% seen: a capsule
+    lying on a face, or on an edge along one of its faces, which MuJoCo clips against that
+    face; 4 of 25 agreed before 2026-12-07). Lying on a face: its two ends, as MuJoCo."""
     m, sys = _model(CAPSULE, _mesh("cube"))
     collide = jax.jit(lambda q: contact._collide_all(
         sys, physics.forward_kinematics(sys, q), contact._layout(sys),
         jnp.zeros(1)))  # fmt: skip
-    rng, agree, total = np.random.default_rng(0), 0, 60
+    rng, agree, total, two, two_agree = np.random.default_rng(0), 0, 200, 0, 0
     for d in _touching_poses(m, total, rng, deepest=-0.003):
         ours = jax.tree.map(np.asarray, collide(jnp.asarray(d.qpos, jnp.float32)))
-        agree += _same_contacts(ours, d)
-    assert agree >= 0.8 * total, agree
+        same = _same_contacts(ours, d)
+        agree += same
+        two += d.ncon == 2
+        two_agree += same and d.ncon == 2
+    assert agree >= 0.85 * total and two_agree >= 0.55 * two, (agree, two_agree, two)
     d = mujoco.MjData(m)
     d.qpos[:] = [0.01, 0.02, 0.128, np.cos(np.pi / 4), 0, np.sin(np.pi / 4), 0, 0, 0, 0, 1, 0, 0, 0]
     mujoco.mj_forward(m, d)
