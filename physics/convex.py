@@ -54,7 +54,6 @@ CAPSULE_CYLINDER_CONTACTS = 2  # a capsule's line clipped to a cap
 _CAP_POINTS = 16  # a cap as MuJoCo's polygon of 16 rim points
 _FACE_COS = 0.996  # a face touches flat within 5.13 degrees of the contact plane (MuJoCo's)
 _EDGE_SIN = 0.0888  # an edge lies along a face within 5.09 degrees of it (MuJoCo's)
-_EXACT_SIN = 1e-4  # off a face, features meet exactly (to float32 rounding of the normal)
 _GRID = 16  # samples of a rim angle before golden-section refinement
 _GOLDEN_ITERS = 16  # the grid's bracket of 0.39 rad shrinks to 2e-4 rad
 _POLISH = 24  # pattern-search steps on the best candidate normal
@@ -312,16 +311,7 @@ def _box_feature(pos: jax.Array, mat: jax.Array, size: jax.Array, d: jax.Array) 
     return Feature(pos + verts @ mat.T, count, mat @ (axis_k * sign))
 
 
-def _cylinder_feature(
-    pos: jax.Array,
-    mat: jax.Array,
-    size: jax.Array,
-    d: jax.Array,
-    face_cos: float = _FACE_COS,
-    edge_sin: float = _EDGE_SIN,
-) -> Feature:
-    """A cap (polygon), the side's line or a rim point, whichever touches along d within the
-    tolerances (MuJoCo's by default)."""
+def _cylinder_feature(pos: jax.Array, mat: jax.Array, size: jax.Array, d: jax.Array) -> Feature:
     radius, half = size[0], size[1]
     local = mat.T @ d
     up = jnp.where(local[2] >= 0.0, 1.0, -1.0)
@@ -330,8 +320,8 @@ def _cylinder_feature(
     theta = 2 * np.pi * np.arange(_CAP_POINTS) / _CAP_POINTS
     ring = cap + radius * np.stack([np.cos(theta), np.sin(theta), 0 * theta], -1)
     line = radial + jnp.array([[0.0, 0.0, 1.0], [0.0, 0.0, -1.0]]) * half
-    is_face = jnp.abs(local[2]) >= face_cos
-    is_edge = jnp.abs(local[2]) < edge_sin
+    is_face = jnp.abs(local[2]) >= _FACE_COS
+    is_edge = jnp.abs(local[2]) < _EDGE_SIN
     verts = jnp.where(is_face, ring, jnp.where(is_edge, _padded(line, _CAP_POINTS), cap + radial))
     count = jnp.where(is_face, _CAP_POINTS, jnp.where(is_edge, 2, 1))
     return Feature(pos + verts @ mat.T, count, mat[:, 2] * up)
@@ -564,7 +554,7 @@ def _capsule_line(a: jax.Array, b: jax.Array, r: jax.Array, n: jax.Array) -> jax
 class _CapClip(NamedTuple):
     """Up to two points of a line over a cap, the deeper first."""
 
-    dist: jax.Array  # [2] along the cap's inward normal (negative: below the cap)
+    dist: jax.Array  # [2] height above the cap (negative: below it)
     pos: jax.Array  # [2, 3] midway between the line and the cap
     found: jax.Array  # [2] over the cap's polygon (the second distinct from the first)
     used: jax.Array  # [2] found and within the margin
