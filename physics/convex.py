@@ -54,6 +54,7 @@ CAPSULE_CYLINDER_CONTACTS = 2  # a capsule's line clipped to a cap
 _CAP_POINTS = 16  # a cap as MuJoCo's polygon of 16 rim points
 _FACE_COS = 0.996  # a face touches flat within 5.13 degrees of the contact plane (MuJoCo's)
 _EDGE_SIN = 0.0888  # an edge lies along a face within 5.09 degrees of it (MuJoCo's)
+_PARALLEL = 1e-4  # |sin| below which a segment lies level with a side (float32 rounding)
 _GRID = 16  # samples of a rim angle before golden-section refinement
 _GOLDEN_ITERS = 16  # the grid's bracket of 0.39 rad shrinks to 2e-4 rad
 _POLISH = 24  # pattern-search steps on the best candidate normal
@@ -501,7 +502,7 @@ def collide_capsule_cylinder(
     to the cap's 16-gon: up to two points, each with its depth along the cap's normal; one
     alone is reported twice where the axis is a rim's (an edge pair), as MuJoCo does.
     Otherwise there is one contact, at the axis's witness: the segment's end deepest along
-    the normal, the rim's point, or the closest points of the segment and the side."""
+    the normal, the rim's point, or the closest points of the segment and the side's line."""
     r = size1[0]
     a, b = _capsule_ends(pos1, mat1, size1)
     gap = _Gap(GEOM_CYLINDER, pos2, mat2, size2, pos1, mat1, jnp.stack([0.0 * r, size1[1], 0.0]))
@@ -517,15 +518,17 @@ def collide_capsule_cylinder(
     lying &= jnp.abs(along @ up) < _EDGE_SIN * _safe_norm(along)
     line = _capsule_line(a, b, r, n)
     clip = _line_on_cap(line, pos2 + up * size2[1], up, mat2, size2[0], margin)
-    # the witness of the axis (one contact): the segment's deepest end on a cap or by the
-    # side, the rim's point against the segment, or the closest points of segment and side
+    # the witness of the axis (one contact): the segment's deepest end, the rim's point
+    # against the segment, or the closest points of the segment and the side's line where
+    # they cross or lie side by side (then in their overlap, not at an end beyond the side)
     deepest = jnp.where(a @ n >= b @ n, a, b) + r * n
     radial = _normalize(_perp(-n, axis), mat2[:, 0]) * size2[0]
     rim = pos2 + up * size2[1] + radial
     s, t = _segment_segment(a, b, pos2 + radial - axis * size2[1], pos2 + radial + axis * size2[1])
     side = pos2 + radial + (2.0 * t - 1.0) * size2[1] * axis
+    level = jnp.abs(along @ n) < _PARALLEL * _safe_norm(along)  # both ends as deep
     witness = jnp.where(
-        k == 1,
+        (k == 1) | ((k <= 3) & level),
         0.5 * (a + s * along + r * n + side),
         jnp.where(rim_edge, rim - 0.5 * sd * n, deepest + 0.5 * sd * n),
     )

@@ -485,6 +485,31 @@ def test_capsule_against_upright_cylinder_like_mujoco(case):
         np.testing.assert_allclose(ours.frame[j, 0], c.frame[:3], atol=1e-5)
 
 
+@pytest.mark.parametrize("offset", [[0.249, 0.0], [0.0, 0.249], [0.176, 0.176]])
+def test_capsule_level_with_a_cylinders_side_touches_within_it(offset):
+    """A capsule standing beside a cylinder, longer than it: touching along a segment, MuJoCo
+    puts its one point somewhere in the overlap (its EPA's choice); ours lies in the overlap
+    too, on the side, not at the capsule's end beyond the cylinder."""
+    xml = f"""<mujoco><worldbody><geom type="cylinder" size=".2 .1"/>
+      <body pos="{offset[0]} {offset[1]} 0.05"><freejoint/><geom type="capsule" size=".05 .3"/>
+      </body></worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    pos, mat, size = (
+        jnp.asarray(x, jnp.float32)
+        for x in (d.geom_xpos, d.geom_xmat.reshape(-1, 3, 3), m.geom_size)
+    )
+    ours = jax.tree.map(
+        np.asarray, col.collide(3, 5, pos[1], mat[1], size[1], pos[0], mat[0], size[0])
+    )
+    assert d.ncon == 1 and np.sum(ours.dist < 0) == 1
+    np.testing.assert_allclose(ours.dist[0], d.contact[0].dist, atol=1e-6)
+    np.testing.assert_allclose(ours.frame[0, 0], d.contact[0].frame[:3], atol=1e-6)
+    assert abs(ours.pos[0, 2]) <= 0.1 + 1e-6  # within the cylinder's height
+    np.testing.assert_allclose(np.hypot(*ours.pos[0, :2]), 0.2 + ours.dist[0] / 2, atol=1e-6)
+
+
 def test_program_size_does_not_grow_with_the_contact_slots():
     """Ten free bodies of one ball each, then of four balls each (45 and 720 candidate
     pairs): the step's program has as many operations, as per-slot work is vectorised. A
