@@ -16,9 +16,9 @@ branch-free operations:
    hull's support vertex that faces the normal most directly if within MuJoCo's 5.13
    degrees, else the edge there most perpendicular to it within its 5.09 degrees, else the
    vertex. Along an edge pair's axis, as MuJoCo matches the features around its EPA witness:
-   a face at each edge facing the other within that tolerance, else one edge lying along a
-   face at the other (then that face, not the axis, decides; clipped to one point, the point
-   is reported twice, as MuJoCo does), else the two edges.
+   a face at each edge facing the other within 5.13 degrees, else one edge lying along a
+   face at the other within 5.09 (then that face, not the axis, decides; clipped to one
+   point, the point is reported twice, as MuJoCo does), else the two edges.
 3. **Clipping** the two features in the contact plane, up to 4 points kept
    (:func:`physics.convex.touching_contacts`).
 
