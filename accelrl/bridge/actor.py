@@ -208,21 +208,23 @@ class Actor:
             in_flight.append(group)
 
     def _step(self, group: np.ndarray, action: np.ndarray) -> Steps:
-        """Step the envs of `group` with their actions; reset those whose episode ended."""
-        n = len(group)
-        reward = np.zeros(n, np.float32)
-        terminated = np.zeros(n, bool)
-        truncated = np.zeros(n, bool)
-        observations, finals = [], []
-        for row, i in enumerate(group.tolist()):
-            a = action[row].item() if self.spec.discrete else action[row]
-            obs, r, term, trunc, _ = self.envs[i].step(a)
-            reward[row], terminated[row], truncated[row] = r, term, trunc
+        """Step the envs of `group` with their actions; reset those whose episode ended.
+
+        Per env only the env's own calls and list appends: the arrays are built once per
+        group (per-element numpy writes cost more than a trivial env's step)."""
+        actions = action.tolist() if self.spec.discrete else list(action)
+        rewards, terminated, truncated, observations, finals = [], [], [], [], []
+        for i, a in zip(group.tolist(), actions, strict=True):
+            env = self.envs[i]
+            obs, r, term, trunc, _ = env.step(a)
+            rewards.append(r)
+            terminated.append(term)
+            truncated.append(trunc)
             if term or trunc:
-                finals.append(np.asarray(obs))
-                obs, _ = self.envs[i].reset()
-            observations.append(np.asarray(obs))
-        self.env_steps += n
+                finals.append(obs)
+                obs, _ = env.reset()
+            observations.append(obs)
+        self.env_steps += len(actions)
         dtype = self.spec.observation_dtype
         final = (
             np.stack(finals).astype(dtype, copy=False)
@@ -230,7 +232,11 @@ class Actor:
             else np.zeros((0, *self.spec.observation_shape), dtype)
         )
         return Steps(
-            np.stack(observations).astype(dtype, copy=False), reward, terminated, truncated, final
+            np.stack(observations).astype(dtype, copy=False),
+            np.asarray(rewards, np.float32),
+            np.asarray(terminated, bool),
+            np.asarray(truncated, bool),
+            final,
         )
 
 

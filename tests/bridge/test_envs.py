@@ -193,3 +193,42 @@ def test_an_actor_the_learner_has_no_room_for_retries_and_gives_up_saying_why(tm
         assert server.alive()
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("env_id", ["gymnasium:CartPole-v1", "gymnasium:Pendulum-v1"])
+def test_actor_steps_a_group_as_its_envs_step_alone(env_id):
+    """`Actor._step` against the same envs stepped by hand: observations, rewards, the end of
+    episodes kept apart (terminated, truncated), each ended episode's final observation, and
+    the reset observation in its place."""
+    from accelrl.bridge.actor import Actor
+
+    actor = Actor("127.0.0.1:1", env_id, 3, seed=7)
+    actor._reset_all()
+    reference = [make_env(env_id) for _ in range(3)]
+    for i, env in enumerate(reference):
+        env.reset(seed=7 * 100_003 + i)
+    rng = np.random.default_rng(0)
+    group = np.array([2, 0])  # a group in any order, leaving env 1 alone
+    ends = 0
+    for _ in range(250):
+        if actor.spec.discrete:
+            action = rng.integers(0, 2, 2).astype(np.int32)
+        else:
+            action = rng.uniform(-2, 2, (2, 1)).astype(np.float32)
+        steps = actor._step(group, action)
+        finals = []
+        for row, i in enumerate(group):
+            a = int(action[row]) if actor.spec.discrete else action[row]
+            obs, reward, term, trunc, _ = reference[i].step(a)
+            assert steps.reward[row] == np.float32(reward)
+            assert (steps.terminated[row], steps.truncated[row]) == (term, trunc)
+            if term or trunc:
+                finals.append(obs)
+                obs, _ = reference[i].reset()
+            np.testing.assert_allclose(steps.observation[row], obs, rtol=1e-6)
+        assert steps.observation.dtype == np.float32 and steps.observation.shape[0] == 2
+        assert steps.final_observation.shape == (len(finals), *actor.spec.observation_shape)
+        for got, want in zip(steps.final_observation, finals, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+        ends += len(finals)
+    assert ends > 0 and actor.env_steps == 500
