@@ -778,6 +778,7 @@ class _Loader:
     def parse_option(self) -> None:
         self.timestep, self.gravity = 0.002, np.array([0.0, 0.0, -9.81])
         self.iterations, self.cone, self.impratio = 100, "pyramidal", 1.0
+        self.solver = "Newton"  # every solve here is Newton's; see load_mjcf for `iterations`
         self.noslip_iterations = 0
         self.integrator = "Euler"
         self.density, self.viscosity, self.wind = 0.0, 0.0, np.zeros(3)
@@ -796,6 +797,11 @@ class _Loader:
             self.timestep = float(a.get("timestep", self.timestep))
             self.gravity = self.get_floats(o, a, "gravity", self.gravity, 3)
             self.iterations = int(a.get("iterations", self.iterations))
+            if self.iterations < 0:
+                raise self.error(o, f"iterations={self.iterations} must be >= 0")
+            self.solver = a.get("solver", self.solver)
+            if self.solver not in ("PGS", "CG", "Newton"):
+                raise self.error(o, f"solver={self.solver!r} must be PGS, CG or Newton")
             self.cone = a.get("cone", self.cone)
             if self.cone not in ("pyramidal", "elliptic"):
                 raise self.error(o, f"cone={self.cone!r} must be pyramidal or elliptic")
@@ -2610,6 +2616,10 @@ def load_mjcf(
     solving all while no more are active); None solves every active contact, as MuJoCo does.
     ``newton_steps``: Newton steps of each constraint solve; fewer run faster, and are enough
     for soft contacts (see ``physics.contact.NEWTON_STEPS``: the gymnasium models need 4).
+    A model whose ``<option>`` asks MuJoCo's Newton solver for fewer ``iterations`` gets
+    that many (at least 1): MuJoCo stops there, short of the optimum (MJX-tuned models ask for
+    1-4), and further steps would leave its trajectory. PGS and CG iteration counts measure
+    other solvers' work and cap nothing.
     ``hessian_form``: how the constraint solver forms J^T D J, one of
     ``physics.constraints.HESSIAN_FORMS`` (the same results; a speed choice per device).
 
@@ -2642,6 +2652,8 @@ def load_mjcf(
             MJCFWarning,
             stacklevel=2,
         )
+    if loader.solver == "Newton":
+        newton_steps = min(newton_steps, max(loader.iterations, 1))
     return dataclasses.replace(
         sys_, max_contacts=max_contacts, newton_steps=newton_steps, hessian_form=hessian_form
     )
