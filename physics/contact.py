@@ -341,11 +341,46 @@ def _at_qpos0(sys: System) -> tuple[kinematics.Kinematics, jax.Array, jax.Array]
     return kin, m, kinematics.point_jacobian(sys, kin, kin.xipos, np.arange(sys.nbody))
 
 
+SINGULAR_PIVOT = 1e-6
+"""A pivot of M's factorization below this fraction of its diagonal entry marks a (near)
+singular dof: the gymnasium, Brax and MJX test models have 1.5e-2 and more; joints that move a
+body along directions its other joints span give 0 (-5e-8 in float32 rounding)."""
+
+
+class InvWeights(NamedTuple):
+    """Load-time constants from M^-1 at qpos0 (see :func:`invweights`)."""
+
+    body: jax.Array  # [nbody, 2] translational, rotational
+    dof: jax.Array  # [nv]
+    eq: jax.Array  # [neq, 2]
+    tendon: jax.Array  # [ntc]
+    singular_dofs: np.ndarray  # dofs whose pivot is below SINGULAR_PIVOT of M's diagonal
+
+
+def inverse_like_mujoco(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(M^-1, pivot / diagonal per dof) from M = L^T D L, factored from the last dof back as
+    MuJoCo's mj_factorI does; a pivot below MINVAL becomes MINVAL there (MuJoCo warns of a
+    singular inertia and goes on), so a singular M gives huge, finite values, as MuJoCo's."""
+    a = np.array(m, np.float64)
+    n = len(a)
+    diag = np.diag(a).copy()
+    for k in range(n - 1, -1, -1):
+        a[k, k] = max(a[k, k], con.MINVAL)
+        lk = a[k, :k] / a[k, k]
+        a[:k, :k] -= np.outer(lk, a[k, :k])
+        a[k, :k] = lk
+    pivots = np.diag(a).copy()
+    unit_lower = np.tril(a, -1) + np.eye(n)
+    l_inv = np.linalg.inv(unit_lower)  # unit triangular: always invertible
+    ratio = pivots / np.maximum(diag, con.MINVAL)
+    return l_inv @ (l_inv.T / pivots[:, None]), ratio
+
+
 @math.full_precision
-def invweights(sys: System) -> tuple[jax.Array, ...]:
-    """(body_invweight0 [nbody, 2], dof_invweight0 [nv], eq_invweight0 [neq, 2],
-    tendon_invweight0 [ntc]) at qpos0, as MuJoCo's mj_setConst (the equalities' from the
-    first two: physics.equality; a constrained tendon's J M^-1 J^T).
+def invweights(sys: System) -> InvWeights:
+    """body_invweight0, dof_invweight0, eq_invweight0 and tendon_invweight0 at qpos0, as
+    MuJoCo's mj_setConst (the equalities' from the first two: physics.equality; a constrained
+    tendon's J M^-1 J^T), and the dofs where M is (near) singular.
 
     Per body, the mean diagonal of J M^-1 J^T for the translational and rotational Jacobians
     at its centre of mass (0 for bodies welded to the world; 1/mass and 0 for a child of the
@@ -356,7 +391,7 @@ def invweights(sys: System) -> tuple[jax.Array, ...]:
     topo = sys.topology
     kin0, m, jac = _at_qpos0(sys)
     m, jac = np.asarray(m, np.float64), np.asarray(jac, np.float64)
-    minv = np.linalg.inv(m) if topo.nv else m
+    minv, ratio = inverse_like_mujoco(m)
     diag = np.einsum("bin,nm,bim->bi", jac, minv, jac)  # [nbody, 6]: angular, linear
     tran, rot = diag[:, 3:].mean(-1), diag[:, :3].mean(-1)
     weld = body_weldid(topo)
@@ -387,7 +422,8 @@ def invweights(sys: System) -> tuple[jax.Array, ...]:
             adr += size
     eq = equality.invweight0(sys, kin0, body, dof, minv)
     ten = tendon.invweight0(sys, kin0, sys.constrained_tendons, minv)
-    return tuple(jnp.asarray(x, sys.body_mass.dtype) for x in (body, dof, eq, ten))
+    body, dof, eq, ten = (jnp.asarray(x, sys.body_mass.dtype) for x in (body, dof, eq, ten))
+    return InvWeights(body, dof, eq, ten, np.flatnonzero(ratio < SINGULAR_PIVOT))
 
 
 # --------------------------------------------------------------------------- per step

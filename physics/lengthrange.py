@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from physics import dynamics, kinematics, step
+from physics import contact, dynamics, kinematics, step
 from physics.system import System
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL
@@ -51,7 +51,8 @@ def unit_force_acceleration(sys: System) -> np.ndarray:
     mass = np.asarray(dynamics.mass_matrix(sys, kin), np.float64)
     _, moment = dynamics.actuator_moments(sys, kin, sys.qpos0)
     moment = np.asarray(moment, np.float64) * np.asarray(sys.actuator_gear, np.float64)[:, None]
-    return np.linalg.norm(np.linalg.solve(mass, moment.T), axis=0)
+    minv, _ = contact.inverse_like_mujoco(mass)
+    return np.linalg.norm(minv @ moment.T, axis=0)
 
 
 def _pulling_system(sys: System, timestep: float) -> System:

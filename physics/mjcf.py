@@ -2367,13 +2367,14 @@ class _Loader:
             eq_data=floats(equality.compiled_data(sys_, given)),
             eq_ref=floats(equality.reference_values(sys_)),
         )
-        body_iw, dof_iw, eq_iw, ten_iw = contact.invweights(sys_)
+        weights = contact.invweights(sys_)
+        self.warn_singular(sys_, weights.singular_dofs)
         sys_ = dataclasses.replace(
             sys_,
-            body_invweight0=body_iw,
-            dof_invweight0=dof_iw,
-            eq_invweight0=eq_iw,
-            tendon_invweight0=ten_iw,
+            body_invweight0=weights.body,
+            dof_invweight0=weights.dof,
+            eq_invweight0=weights.eq,
+            tendon_invweight0=weights.tendon,
         )
         return self.with_muscles(self.with_damping_ratios(self.with_spring_dampers(sys_)))
 
@@ -2388,9 +2389,10 @@ class _Loader:
         _, moment = dynamics.actuator_moments(sys, kin, sys.qpos0)
         moment = np.asarray(moment, np.float64) * np.asarray(sys.actuator_gear, np.float64)[:, None]
         bias = np.array(sys.actuator_bias)
+        minv, _ = contact.inverse_like_mujoco(mass)
         for i in wanted:
             j = moment[i]
-            inertia = 1 / max(_MINVAL, float(j @ np.linalg.solve(mass, j)))
+            inertia = 1 / max(_MINVAL, float(j @ minv @ j))
             kp = float(sys.actuator_gain[i, 0])
             bias[i, 2] = -self.actuators[i]["dampratio"] * 2 * math.sqrt(kp * inertia)
         return dataclasses.replace(sys, actuator_bias=jnp.asarray(bias, float_dtype()))
@@ -2445,6 +2447,24 @@ class _Loader:
                 damping[dof] = 2 * inertia / max(_MINVAL, timeconst)
         return dataclasses.replace(
             sys, jnt_stiffness=jnp.asarray(stiffness), dof_damping=jnp.asarray(damping)
+        )
+
+    def warn_singular(self, sys: S.System, dofs: np.ndarray) -> None:
+        """The mass matrix at qpos0 is (near) singular at `dofs`: MuJoCo loads such a model
+        with a warning and its steps give accelerations of ~1e14 along the free direction;
+        ours give NaN. Named, so the joints can be fixed."""
+        if not dofs.size:
+            return
+        joints = sorted({int(j) for j in sys.topology.dof_jnt[dofs]})
+        names = ", ".join(repr(sys.jnt_names[j] or f"joint {j}") for j in joints)
+        warnings.warn(
+            f"{self.source}: the mass matrix at qpos0 is singular at the dofs of {names}: "
+            "these joints move their bodies along directions that other joints already span "
+            "(or move nothing with mass), so accelerations there are undefined and steps give "
+            "NaN (MuJoCo warns 'Inertia matrix is too close to singular'); remove the "
+            "redundant joint or give it armature",
+            MJCFWarning,
+            stacklevel=4,
         )
 
     def warn_uncollided(self, pairs: list[tuple[int, int]]) -> None:

@@ -738,3 +738,38 @@ def test_shell_inertia_of_each_primitive_is_mujocos(x64):
             '<worldbody><body><freejoint/><geom type="mesh" mesh="t" shellinertia="true"/>'
             "</body></worldbody></mujoco>"
         )
+
+
+def test_inverse_like_mujoco_is_the_inverse_of_a_regular_mass_matrix():
+    from physics.contact import inverse_like_mujoco
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(7, 7))
+    m = a @ a.T + 0.1 * np.eye(7)
+    minv, ratio = inverse_like_mujoco(m)
+    np.testing.assert_allclose(minv, np.linalg.inv(m), rtol=1e-9, atol=1e-12)
+    assert (ratio > 0).all() and (ratio <= 1).all()
+    # singular: the pivot becomes MuJoCo's mjMINVAL, as in its mj_factorI
+    minv, ratio = inverse_like_mujoco(np.ones((2, 2)))
+    assert np.isfinite(minv).all() and np.abs(minv).max() == pytest.approx(1e15)
+    assert ratio[0] == pytest.approx(1e-15) and ratio[1] == 1
+
+
+SINGULAR_XML = """<mujoco><worldbody><body>
+  <joint name="x" type="slide" axis="1 0 0"/><joint name="y" type="slide" axis="0 1 0"/>
+  <joint name="z" type="slide" axis="0 0 1"/><joint name="xy" type="slide" axis="1 1 0"/>
+  <geom type="box" size=".05 .05 .05" mass="1"/></body></worldbody>
+  <actuator><position joint="x" kp="10" dampratio="1"/></actuator></mujoco>"""
+
+
+@pytest.mark.parametrize("use_x64", [False, True])
+def test_a_singular_mass_matrix_loads_with_a_warning_naming_the_joints(use_x64, request):
+    """MuJoCo loads a body moved by dependent joints (its test model general_dyntype.xml),
+    warning of a singular inertia; we did fail with 'invalid attribute value: Singular
+    matrix' in float64."""
+    if use_x64:
+        request.getfixturevalue("x64")
+    with pytest.warns(physics.MJCFWarning, match=r"singular at the dofs of 'x'.*armature"):
+        sys = physics.load_mjcf(SINGULAR_XML)
+    assert sys.topology.nv == 4 and np.isfinite(np.asarray(sys.actuator_bias)).all()
+    mujoco.MjModel.from_xml_string(SINGULAR_XML)  # MuJoCo takes it too
