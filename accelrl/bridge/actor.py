@@ -221,7 +221,7 @@ class Actor:
             terminated.append(term)
             truncated.append(trunc)
             if term or trunc:
-                finals.append(obs)
+                finals.append(np.array(obs))  # a copy: reset may rewrite the env's buffer
                 obs, _ = env.reset()
             observations.append(obs)
         self.env_steps += len(actions)

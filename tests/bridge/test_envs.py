@@ -232,3 +232,34 @@ def test_actor_steps_a_group_as_its_envs_step_alone(env_id):
             np.testing.assert_allclose(got, want, rtol=1e-6)
         ends += len(finals)
     assert ends > 0 and actor.env_steps == 500
+
+
+class _InPlaceEnv:
+    """Counts steps in ONE observation buffer that reset rewrites (as envs that reuse their
+    buffers do); episodes end every 3 steps."""
+
+    def __init__(self) -> None:
+        self.buffer = np.zeros(4, np.float32)
+
+    def reset(self, seed=None):  # noqa: ANN001, ANN201
+        self.buffer[:] = 0
+        return self.buffer, {}
+
+    def step(self, action):  # noqa: ANN001, ANN201
+        self.buffer += 1
+        return self.buffer, 1.0, bool(self.buffer[0] >= 3), False, {}
+
+
+def test_actor_keeps_the_final_observation_of_an_env_that_reuses_its_buffer():
+    from accelrl.bridge.actor import Actor
+
+    actor = Actor("127.0.0.1:1", "trivial:4", 2)
+    actor.envs = [_InPlaceEnv(), _InPlaceEnv()]
+    actor._reset_all()
+    group, action = np.array([0, 1]), np.zeros(2, np.int32)
+    for _ in range(2):
+        actor._step(group, action)
+    steps = actor._step(group, action)
+    assert steps.terminated.all()
+    np.testing.assert_array_equal(steps.final_observation, np.full((2, 4), 3.0))
+    np.testing.assert_array_equal(steps.observation, np.zeros((2, 4)))
