@@ -357,25 +357,6 @@ class InvWeights(NamedTuple):
     singular_dofs: np.ndarray  # dofs whose pivot is below SINGULAR_PIVOT of M's diagonal
 
 
-def inverse_like_mujoco(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(M^-1, pivot / diagonal per dof) from M = L^T D L, factored from the last dof back as
-    MuJoCo's mj_factorI does; a pivot below MINVAL becomes MINVAL there (MuJoCo warns of a
-    singular inertia and goes on), so a singular M gives huge, finite values, as MuJoCo's."""
-    a = np.array(m, np.float64)
-    n = len(a)
-    diag = np.diag(a).copy()
-    for k in range(n - 1, -1, -1):
-        a[k, k] = max(a[k, k], con.MINVAL)
-        lk = a[k, :k] / a[k, k]
-        a[:k, :k] -= np.outer(lk, a[k, :k])
-        a[k, :k] = lk
-    pivots = np.diag(a).copy()
-    unit_lower = np.tril(a, -1) + np.eye(n)
-    l_inv = np.linalg.inv(unit_lower)  # unit triangular: always invertible
-    ratio = pivots / np.maximum(diag, con.MINVAL)
-    return l_inv @ (l_inv.T / pivots[:, None]), ratio
-
-
 @math.full_precision
 def invweights(sys: System) -> InvWeights:
     """body_invweight0, dof_invweight0, eq_invweight0 and tendon_invweight0 at qpos0, as
@@ -391,7 +372,7 @@ def invweights(sys: System) -> InvWeights:
     topo = sys.topology
     kin0, m, jac = _at_qpos0(sys)
     m, jac = np.asarray(m, np.float64), np.asarray(jac, np.float64)
-    minv, ratio = inverse_like_mujoco(m)
+    minv, ratio = linalg.inverse_like_mujoco(m)
     diag = np.einsum("bin,nm,bim->bi", jac, minv, jac)  # [nbody, 6]: angular, linear
     tran, rot = diag[:, 3:].mean(-1), diag[:, :3].mean(-1)
     weld = body_weldid(topo)

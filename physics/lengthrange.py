@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from physics import contact, dynamics, kinematics, step
+from physics import dynamics, kinematics, linalg, step
 from physics.system import System
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL
@@ -44,14 +44,20 @@ class LengthRangeError(ValueError):
     """The simulation did not settle (MuJoCo's compiler fails the same way)."""
 
 
-def unit_force_acceleration(sys: System) -> np.ndarray:
-    """[nu] |M^-1 moment| at qpos0 for each actuator (gear included): MuJoCo's actuator_acc0,
-    by which a muscle of force < 0 gets its peak force, scale / acc0."""
+def moments_and_inverse_mass(sys: System) -> tuple[np.ndarray, np.ndarray]:
+    """(actuators' moment arms [nu, nv], gear included; M^-1 [nv, nv]) at qpos0 in float64,
+    M inverted as MuJoCo's compiler does (linalg.inverse_like_mujoco)."""
     kin = kinematics.forward_kinematics(sys, sys.qpos0)
     mass = np.asarray(dynamics.mass_matrix(sys, kin), np.float64)
     _, moment = dynamics.actuator_moments(sys, kin, sys.qpos0)
     moment = np.asarray(moment, np.float64) * np.asarray(sys.actuator_gear, np.float64)[:, None]
-    minv, _ = contact.inverse_like_mujoco(mass)
+    return moment, linalg.inverse_like_mujoco(mass)[0]
+
+
+def unit_force_acceleration(sys: System) -> np.ndarray:
+    """[nu] |M^-1 moment| at qpos0 for each actuator (gear included): MuJoCo's actuator_acc0,
+    by which a muscle of force < 0 gets its peak force, scale / acc0."""
+    moment, minv = moments_and_inverse_mass(sys)
     return np.linalg.norm(minv @ moment.T, axis=0)
 
 

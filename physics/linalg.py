@@ -20,6 +20,9 @@ of a scalar program as its own task. Hence:
   steps inside the constraint solver's custom_jvp): also written out on the CPU when vmapped
   over at least ``CPU_UNROLL_MIN_BATCH`` worlds.
 
+:func:`inverse_like_mujoco` (numpy, at load time) inverts M as MuJoCo's compiler does, so a
+singular M gives MuJoCo's huge, finite constants instead of an error.
+
 Matrices above ``UNROLL_MAX`` rows always take the library's (the written-out program grows
 as n^3, and its compile time with it). The backend is JAX's default one when the solve is
 traced (what jit compiles for unless told otherwise): choosing then, rather than per lowering
@@ -33,9 +36,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+import numpy as np
 
 UNROLL_MAX = 32  # largest n written out (n^3 / 6 multiply-adds in the factor)
 CPU_UNROLL_MIN_BATCH = 256  # smallest vmapped batch for which the CPU takes the written-out solve
+MINVAL = 1e-15  # MuJoCo's mjMINVAL
 
 
 def cho_solve(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -108,3 +113,22 @@ def _unrolled(a: jax.Array, b: jax.Array) -> jax.Array:
             s = s - low[k][i] * x[k]
         x[i] = s * inv_diag[i]
     return jnp.stack(x)
+
+
+def inverse_like_mujoco(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(M^-1, pivot / diagonal per dof) from M = L^T D L, factored from the last dof back as
+    MuJoCo's mj_factorI does; a pivot below MINVAL becomes MINVAL there (MuJoCo warns of a
+    singular inertia and goes on), so a singular M gives huge, finite values, as MuJoCo's."""
+    a = np.array(m, np.float64)
+    n = len(a)
+    diag = np.diag(a).copy()
+    for k in range(n - 1, -1, -1):
+        a[k, k] = max(a[k, k], MINVAL)
+        lk = a[k, :k] / a[k, k]
+        a[:k, :k] -= np.outer(lk, a[k, :k])
+        a[k, :k] = lk
+    pivots = np.diag(a).copy()
+    unit_lower = np.tril(a, -1) + np.eye(n)
+    l_inv = np.linalg.inv(unit_lower)  # unit triangular: always invertible
+    ratio = pivots / np.maximum(diag, MINVAL)
+    return l_inv @ (l_inv.T / pivots[:, None]), ratio

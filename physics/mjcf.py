@@ -48,7 +48,6 @@ import numpy as np
 from physics import constraints as con
 from physics import (
     contact,
-    dynamics,
     equality,
     fluid,
     hfield,
@@ -2384,12 +2383,8 @@ class _Loader:
         wanted = [i for i, u in enumerate(self.actuators) if u["dampratio"] > 0]
         if not wanted:
             return sys
-        kin = kinematics.forward_kinematics(sys, sys.qpos0)
-        mass = np.asarray(dynamics.mass_matrix(sys, kin), np.float64)
-        _, moment = dynamics.actuator_moments(sys, kin, sys.qpos0)
-        moment = np.asarray(moment, np.float64) * np.asarray(sys.actuator_gear, np.float64)[:, None]
+        moment, minv = lengthrange.moments_and_inverse_mass(sys)
         bias = np.array(sys.actuator_bias)
-        minv, _ = contact.inverse_like_mujoco(mass)
         for i in wanted:
             j = moment[i]
             inertia = 1 / max(_MINVAL, float(j @ minv @ j))

@@ -741,7 +741,7 @@ def test_shell_inertia_of_each_primitive_is_mujocos(x64):
 
 
 def test_inverse_like_mujoco_is_the_inverse_of_a_regular_mass_matrix():
-    from physics.contact import inverse_like_mujoco
+    from physics.linalg import inverse_like_mujoco
 
     rng = np.random.default_rng(0)
     a = rng.normal(size=(7, 7))
