@@ -241,11 +241,11 @@ class _InPlaceEnv:
     def __init__(self) -> None:
         self.buffer = np.zeros(4, np.float32)
 
-    def reset(self, seed=None):  # noqa: ANN001, ANN201
+    def reset(self, seed=None):
         self.buffer[:] = 0
         return self.buffer, {}
 
-    def step(self, action):  # noqa: ANN001, ANN201
+    def step(self, action):
         self.buffer += 1
         return self.buffer, 1.0, bool(self.buffer[0] >= 3), False, {}
 
