@@ -1,6 +1,7 @@
 """Parity-test helpers: our constraint forces at a state set from MuJoCo's data, and our
 step driven side by side with MuJoCo's."""
 
+import re
 from collections.abc import Iterable
 
 import jax
@@ -34,6 +35,18 @@ def assert_constraint_force_matches(sys: physics.System, d: mujoco.MjData) -> se
 
 
 _step = jax.jit(physics.step, static_argnames="n_substeps")
+
+
+def without_contacts(xml: str) -> str:
+    """``xml`` with MuJoCo's contact switch off (``<flag contact="disable"/>``), for models
+    that test something else: an incidental geom pair (an arm's capsule against its own
+    hand's box) is otherwise compiled into every step, and a capsule-box pair alone more than
+    doubles a three-joint arm's program."""
+    flag = '<option><flag contact="disable"/></option>'
+    out, found = re.subn(r"(<mujoco\b[^>]*>)", lambda m: m.group(1) + flag, xml, count=1)
+    if not found:
+        raise ValueError("no <mujoco> element in the model")
+    return out
 
 
 def drive_alongside(

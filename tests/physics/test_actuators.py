@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
-from mujoco_parity import drive_alongside
+from mujoco_parity import drive_alongside, without_contacts
 
 import physics
 from physics import dynamics
@@ -127,7 +127,8 @@ def test_unsupported_actuators_are_named(actuator, needle):
     assert needle in str(err.value)
 
 
-TENDON_SPRINGS_XML = """
+TENDON_SPRINGS_XML = without_contacts(
+    """
 <mujoco>
   <option timestep="0.002"/>
   <worldbody>
@@ -153,6 +154,7 @@ TENDON_SPRINGS_XML = """
   </tendon>
 </mujoco>
 """
+)
 
 
 def test_tendon_springs_and_dampers_match_mujoco():
@@ -240,7 +242,8 @@ def test_a_shortcut_actuator_under_a_general_default_is_refused_by_name():
 
 # One actuator of each kind of activation dynamics (integrator with a clipped activation,
 # filter, filterexact) next to a stateless one, on a hinge chain.
-ACTIVATION = """
+ACTIVATION = without_contacts(
+    """
 <mujoco>
   <option timestep="0.005"/>
   <worldbody>
@@ -266,6 +269,7 @@ ACTIVATION = """
   </actuator>
 </mujoco>
 """
+)
 
 
 def test_activation_dynamics_track_mujoco():
@@ -304,7 +308,8 @@ def test_unsupported_activation_is_named(attrs, needle):
 # Actuators on sites (MuJoCo's site transmission): a quadrotor's rotors push along their
 # tilted sites' z axes with a drag torque, a yaw servo on a site damps by the site's angular
 # velocity, and a hinged arm is pushed at its tip along the site's x axis (the default gear).
-SITES_XML = """
+SITES_XML = without_contacts(
+    """
 <mujoco>
   <option timestep="0.005"/>
   <worldbody>
@@ -331,6 +336,7 @@ SITES_XML = """
   </actuator>
 </mujoco>
 """
+)
 
 
 def test_site_actuators_match_mujoco():
@@ -359,7 +365,8 @@ def test_site_actuators_match_mujoco():
     np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
 
 
-GRAVCOMP = """<mujoco><option timestep="0.002"/><worldbody>
+GRAVCOMP = without_contacts(
+    """<mujoco><option timestep="0.002"/><worldbody>
   <body name="shoulder" pos="0 0 1" gravcomp="1"><joint axis="0 1 0" damping=".2"/>
     <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
     <body name="elbow" pos=".3 0 0" gravcomp=".5">
@@ -371,6 +378,7 @@ GRAVCOMP = """<mujoco><option timestep="0.002"/><worldbody>
   </body></worldbody>
   <actuator><motor joint="elbow" ctrlrange="-3 3"/><motor joint="wrist" ctrlrange="-1 1"/>
     <position joint="elbow" kp="5"/></actuator></mujoco>"""
+)
 
 
 def test_gravity_compensation_and_joint_actuator_force_limits_match_mujoco():
@@ -470,7 +478,8 @@ def test_intvelocity_cylinder_damper_and_affine_gains_are_mujocos():
     np.testing.assert_allclose(state.q, d.qpos, atol=1e-4)
 
 
-REFSITE = """<mujoco><option timestep="0.002"/><worldbody>
+REFSITE = without_contacts(
+    """<mujoco><option timestep="0.002"/><worldbody>
   <site name="base" pos=".1 .05 .2" euler=".3 -.2 .5"/>
   <body pos="0 0 .3"><joint axis="0 0 1" damping=".5"/>
     <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
@@ -485,6 +494,7 @@ REFSITE = """<mujoco><option timestep="0.002"/><worldbody>
     <motor site="hand" refsite="base" gear="0 0 0 .2 .1 -.3"/>
     <motor site="hand" gear="0 0 1 0 .1 0"/>
   </actuator></mujoco>"""
+)
 
 
 def test_site_actuators_relative_to_a_refsite_match_mujoco():
@@ -539,7 +549,8 @@ def test_actearly_uses_the_activation_of_the_steps_end_as_mujoco():
     assert np.abs(np.asarray(other.q) - d.qpos).max() > 1e-3
 
 
-BALL_FREE = """<mujoco><option timestep="0.002" gravity="0 0 -2"/><worldbody>
+BALL_FREE = without_contacts(
+    """<mujoco><option timestep="0.002" gravity="0 0 -2"/><worldbody>
   <body name="torso" pos="0 0 1"><freejoint name="root"/><geom size=".1"/>
     <body pos=".25 0 0" euler="10 20 30"><joint name="shoulder" type="ball" damping=".05"/>
       <geom type="capsule" fromto="0 0 0 .3 0 0" size=".04"/>
@@ -555,6 +566,7 @@ BALL_FREE = """<mujoco><option timestep="0.002" gravity="0 0 -2"/><worldbody>
     <motor jointinparent="root" gear="0 0 1 0 0 1"/>
     <motor jointinparent="elbow" gear="2"/>
   </actuator></mujoco>"""
+)
 
 
 def test_actuators_on_ball_and_free_joints_match_mujoco():
@@ -594,7 +606,8 @@ def test_actuators_on_ball_and_free_joints_match_mujoco():
     np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
 
 
-SLIDER_CRANK = """<mujoco><option timestep="0.002"/><worldbody>
+SLIDER_CRANK = without_contacts(
+    """<mujoco><option timestep="0.002"/><worldbody>
   <body pos="0 0 1"><joint name="crank" axis="0 1 0" damping=".02"/>
     <geom type="capsule" fromto="0 0 0 .2 0 0" size=".02"/><site name="pin" pos=".2 0 0"/>
   </body>
@@ -607,6 +620,7 @@ SLIDER_CRANK = """<mujoco><option timestep="0.002"/><worldbody>
   <general cranksite="pin" slidersite="slider" cranklength=".5" gear="1.5"/>
   <position cranksite="pin" slidersite="tilted" cranklength=".45" kp="3" kv=".2"/>
 </actuator></mujoco>"""
+)
 
 
 def test_slider_crank_actuators_match_mujoco():
@@ -693,7 +707,8 @@ def test_a_tendons_actuator_force_range_scales_its_actuators_as_mujoco():
     np.testing.assert_allclose(state.qd, d.qvel, atol=1e-3)
 
 
-TENDON_ARMATURE = """<mujoco><option timestep="0.002"/><worldbody>
+TENDON_ARMATURE = without_contacts(
+    """<mujoco><option timestep="0.002"/><worldbody>
   <site name="anchor" pos=".2 .1 1.4"/>
   <body pos="0 0 1"><joint name="a" axis="0 1 0" damping=".05"/>
     <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
@@ -706,6 +721,7 @@ TENDON_ARMATURE = """<mujoco><option timestep="0.002"/><worldbody>
     <joint joint="b" coef="-3"/></fixed>
     <spatial armature=".5"><site site="anchor"/><site site="tip"/></spatial></tendon>
   <actuator><motor tendon="geared"/><motor joint="c"/></actuator></mujoco>"""
+)
 
 
 def test_tendon_armature_matches_mujocos_inertia_and_bias():

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
-from mujoco_parity import constraint_force_at, drive_alongside
+from mujoco_parity import constraint_force_at, drive_alongside, without_contacts
 
 import physics
 
@@ -176,7 +176,8 @@ def test_gradient_through_a_closed_chain_is_finite():
 # Welds: two free bodies welded to each other (anchor on body2, torque scale 2), and an arm on
 # a ball joint welded to the world through an explicit relpose; wide solimp widths so the
 # impedance follows each weld's whole 6-vector violation.
-WELDS = """
+WELDS = without_contacts(
+    """
 <mujoco>
   <option gravity="0 0 -9.81"/>
   <default><equality solimp="0.5 0.95 0.5"/></default>
@@ -194,6 +195,7 @@ WELDS = """
   </equality>
 </mujoco>
 """
+)
 
 
 def _free_motion_matches_mujoco(
@@ -234,7 +236,8 @@ def test_welds_match_mujoco():
 # Welds and a connect between sites: a free box welded to a free capsule by two rotated
 # sites, a pendulum whose tip site is held to a site in the world, and an arm on a ball joint
 # whose site frame is welded to a world site.
-SITE_WELDS = """
+SITE_WELDS = without_contacts(
+    """
 <mujoco>
   <default><equality solimp="0.5 0.95 0.5"/></default>
   <worldbody>
@@ -260,6 +263,7 @@ SITE_WELDS = """
   </equality>
 </mujoco>
 """
+)
 
 
 def test_site_welds_and_connects_match_mujoco():
