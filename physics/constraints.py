@@ -26,7 +26,7 @@ lockstep.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -47,6 +47,7 @@ matrix product per world (a batched GEMM under vmap; the candidate on GPUs, wher
 sum was the step's largest kernel). Both give the same H to float32 rounding."""
 
 
+_T = TypeVar("_T")
 Bounds = tuple[jax.Array, jax.Array]  # per-row force bounds (lo [n], hi [n]), lo <= 0 <= hi
 
 
@@ -192,6 +193,7 @@ class ConeLine(NamedTuple):
     dn: jax.Array  # [c]
     u: jax.Array  # [c, d]
     v: jax.Array  # [c, d]
+    dual_c: jax.Array  # [c] 1/2 sum D jar^2
     dual_g: jax.Array  # [c] sum D jar jd
     dual_h: jax.Array  # [c] sum D jd^2
     jar_n: jax.Array  # [c]
@@ -210,6 +212,7 @@ class ConeLine(NamedTuple):
             v[:, 0],
             u[:, 1:],
             v[:, 1:],
+            0.5 * jnp.sum(D3 * jar3 * jar3, axis=-1),
             jnp.sum(D3 * jar3 * jd3, axis=-1),
             jnp.sum(D3 * jd3 * jd3, axis=-1),
             jar3[:, 0],
@@ -244,6 +247,20 @@ class ConeLine(NamedTuple):
         g = jnp.where(self.on, g, self.D_n * jnp.minimum(jn, 0.0) * self.jd_n)
         h = jnp.where(self.on, h, jnp.where(jn < 0.0, self.D_n * self.jd_n**2, 0.0))
         return jnp.sum(g), jnp.sum(h)
+
+    def cost(self, a: jax.Array) -> jax.Array:
+        """The cones' summed cost at a (:func:`cone_cost` along the line)."""
+        mu, n = self.mu, self.n + a * self.dn
+        t = _norm(self.u + a * self.v)
+        _, bottom, middle = _zones(n, t, mu)
+        s = n - mu * t
+        cost = jnp.where(
+            bottom,
+            self.dual_c + a * (self.dual_g + 0.5 * a * self.dual_h),
+            jnp.where(middle, 0.5 * self.mass * s * s, 0.0),
+        )
+        jn = jnp.minimum(self.jar_n + a * self.jd_n, 0.0)
+        return jnp.sum(jnp.where(self.on, cost, 0.5 * self.D_n * jn * jn))
 
     def breaks(self) -> jax.Array:
         """[4 c] the a where a cone changes zone (N = mu T with N >= 0, mu N = -T with
@@ -521,6 +538,13 @@ class _Line(NamedTuple):
             g, h = g + cg, h + ch
         return g, h
 
+    def cost(self, a: jax.Array) -> jax.Array:
+        """phi(a) up to a constant of the line (the Gauss term at a = 0): what comparing its
+        points needs."""
+        cost = a * (self.dMr + 0.5 * a * self.dMd)
+        cost = cost + row_cost(self.jar + a * self.jd, self.D, self.R, self.bounds)
+        return cost if self.cones is None else cost + self.cones.cost(a)
+
     def row_breaks(self) -> jax.Array:
         """The a >= 0 where a row-wise row's force reaches a bound (0 where none): where
         phi' changes slope."""
@@ -686,6 +710,131 @@ class _Bracket(NamedTuple):
         return self.hi - jnp.where(jnp.isfinite(self.hi), self.g_hi / self.h_hi, 0.0)
 
 
+class MujocoSearch(NamedTuple):
+    """MuJoCo's own line search and its limits: at most ``iterations`` evaluations of phi
+    (<option ls_iterations>), stopping where |phi'| < ``gtol_per_norm`` |step|, MuJoCo's
+    tolerance * ls_tolerance * meaninertia * max(nv, 1)."""
+
+    iterations: int
+    gtol_per_norm: float
+
+
+class _Point(NamedTuple):
+    """An evaluated point of a line: a, phi(a) (:meth:`_Line.cost`), phi'(a), phi''(a)."""
+
+    a: jax.Array
+    cost: jax.Array
+    g: jax.Array
+    h: jax.Array
+
+    def newton(self) -> jax.Array:
+        return self.a - self.g / self.h
+
+
+def _pick(c: jax.Array, x: _T, y: _T) -> _T:
+    """x where c, else y, leaf by leaf (two points or two search states)."""
+    return jax.tree.map(lambda u, v: jnp.where(c, u, v), x, y)
+
+
+class _Search(NamedTuple):
+    """The state of :func:`_line_search_mujoco` between its steps."""
+
+    p1: _Point
+    p2: _Point
+    p1next: _Point
+    p2next: _Point
+    evals: jax.Array  # MuJoCo's LSiter
+    bracketed: jax.Array  # bool: in the bracketed phase (else the one-sided one)
+    done: jax.Array  # bool
+    result: jax.Array
+
+
+def _line_search_mujoco(line: _Line, snorm: jax.Array, limits: MujocoSearch) -> jax.Array:
+    """MuJoCo's line search (CGsearch in engine_solver.c), evaluation for evaluation, as a
+    fixed number of steps whose finished worlds stand still.
+
+    From a = 0 a Newton step, then one-sided Newton steps until phi' changes sign, then a
+    bracketed search that evaluates the bracket's middle and moves each end to the candidate
+    (the middle, either end's Newton point) of smaller |phi'| on its side. It stops at the
+    first point with |phi'| < gtol, or after ``iterations`` evaluations with the bracket end of
+    lowest cost. With few evaluations (MJX-tuned models ask for 4) that is often short of the
+    minimum the exact searches find, and a Newton solve capped at MuJoCo's ``iterations``
+    follows MuJoCo only if its search does too. This is MuJoCo 4.0.1's search (the version the
+    parity tests pin); later sources also keep a = 0 where the first Newton point costs more.
+    """
+    line = line._replace(dMd=jnp.maximum(line.dMd, MINVAL))
+    limit = limits.iterations
+    gtol = limits.gtol_per_norm * snorm
+
+    def at(a: jax.Array) -> _Point:
+        return _Point(a, line.cost(a), *line.derivatives(a))
+
+    def move(p: _Point, candidates: list[_Point]) -> tuple[_Point, jax.Array]:
+        """MuJoCo's updateBracket: p moves to each candidate on its side of the root that is
+        closer to it, in order."""
+        moved = jnp.zeros((), bool)
+        for c in candidates:
+            closer = ((p.g < 0) & (c.g < 0) & (p.g < c.g)) | ((p.g > 0) & (c.g > 0) & (p.g > c.g))
+            p, moved = _pick(closer, c, p), moved | closer
+        return p, moved
+
+    p0 = at(jnp.zeros_like(line.dMr))
+    p1 = at(p0.newton())
+    rightward = p1.g < 0  # MuJoCo's dir = +1
+    false = jnp.zeros((), bool)
+    start = _Search(p1, p1, p1, p1, jnp.asarray(2), false, jnp.abs(p1.g) < gtol, p1.a)
+
+    def finish(s: _Search, stop: jax.Array, result: jax.Array) -> _Search:
+        stop = stop & ~s.done
+        return s._replace(done=s.done | stop, result=jnp.where(stop, result, s.result))
+
+    def one_sided(s: _Search) -> _Search:
+        """A step of the one-sided phase; on leaving it, the bracketed phase's first point.
+        (Its first step always runs when evaluations are left: |phi'(p1)| >= gtol.)"""
+        q = at(s.p1.newton())  # the next point either way
+        going = jnp.where(rightward, s.p1.g <= -gtol, s.p1.g >= gtol) & (s.evals < limit)
+        stepped = s._replace(p1=q, p2=s.p1, evals=s.evals + 1)
+        stepped = finish(stepped, jnp.abs(q.g) < gtol, q.a)
+        leaving = finish(s, s.evals >= limit, s.p1.a)
+        entering = s._replace(p1next=q, p2next=s.p1, evals=s.evals + 1, bracketed=True)
+        left = _pick(leaving.done, leaving, entering)
+        return _pick(going, stepped, left)
+
+    def best_end(s: _Search) -> jax.Array:
+        """After the last evaluation: the bracket end of lowest cost if below phi(0), else 0."""
+        first = (s.p1.cost <= s.p2.cost) & (s.p1.cost < p0.cost)
+        second = (s.p2.cost <= s.p1.cost) & (s.p2.cost < p0.cost)
+        return jnp.where(first, s.p1.a, jnp.where(second, s.p2.a, 0.0))
+
+    def bracketed(s: _Search) -> _Search:
+        """A step of the bracketed phase."""
+        over = finish(s, s.evals >= limit, best_end(s))
+        mid = at(0.5 * (s.p1.a + s.p2.a))
+        candidates = [s.p1next, s.p2next, mid]
+        converged = jnp.stack([jnp.abs(c.g) < gtol for c in candidates])
+        costs = jnp.stack([c.cost for c in candidates])
+        best = jnp.argmin(jnp.where(converged, costs, jnp.inf))  # first of equal costs
+        alphas = jnp.stack([c.a for c in candidates])
+        p1, moved1 = move(s.p1, candidates)
+        p2, moved2 = move(s.p2, candidates)
+        nexts = jax.vmap(at)(jnp.stack([p1.newton(), p2.newton()]))
+        p1next = _pick(moved1, jax.tree.map(lambda x: x[0], nexts), s.p1next)
+        p2next = _pick(moved2, jax.tree.map(lambda x: x[1], nexts), s.p2next)
+        evals = s.evals + 1 + moved1.astype(s.evals.dtype) + moved2.astype(s.evals.dtype)
+        stepped = s._replace(p1=p1, p2=p2, p1next=p1next, p2next=p2next, evals=evals)
+        stepped = finish(stepped, ~moved1 & ~moved2, mid.a)
+        stepped = _pick(converged.any(), finish(s, True, alphas[best]), stepped)
+        return _pick(over.done, over, stepped)
+
+    def body(_: int, s: _Search) -> _Search:
+        return _pick(s.done, s, _pick(s.bracketed, bracketed(s), one_sided(s)))
+
+    # Each step evaluates at least once or finishes; the start has evaluated twice.
+    s = jax.lax.fori_loop(0, max(limit - 1, 1), body, start)
+    unfinished = jnp.where(s.bracketed, best_end(s), s.p1.a)
+    return jnp.where(s.done, s.result, unfinished)
+
+
 UnitRows = tuple[np.ndarray, np.ndarray]  # (dof [nu], sign [nu]): rows sign * e_dof
 
 
@@ -719,6 +868,7 @@ def solve(
     bounds: Bounds | None = None,
     cones: Cones | None = None,
     hessian_form: str = "broadcast",
+    mujoco_search: MujocoSearch | None = None,
 ) -> SolverResult:
     """Constrained acceleration and row forces (fixed-count Newton, implicit derivatives).
 
@@ -734,6 +884,8 @@ def solve(
     ``cones``: the last rows are elliptic friction cones (:class:`Cones`); their Hessian
     blocks join H, and the line search is the 1-D Newton one.
     ``hessian_form``: how J^T D J is formed, one of ``HESSIAN_FORMS`` (same H, to rounding).
+    ``mujoco_search``: use MuJoCo's own line search with these limits instead of
+    ``line_search`` (:func:`_line_search_mujoco`), cones or not.
 
     Each Newton step costs one J x, one J^T f, one J^T D J and a Cholesky of H: J qacc - aref
     and M (qacc - qacc_smooth) are carried and updated along the step, not recomputed.
@@ -790,7 +942,10 @@ def solve(
             step = _descent_direction(hessian(M, J, D, R, bounds, cone_rows, jar), grad)
             jd, m_step = row_values(J, unit_rows, step), M @ step
             line = _Line.of(jar, jd, D, R, bounds, step @ resid, step @ m_step, cone_rows)
-            alpha = search(line)
+            if mujoco_search is None:
+                alpha = search(line)
+            else:
+                alpha = _line_search_mujoco(line, jnp.linalg.norm(step), mujoco_search)
             return qacc + alpha * step, jar + alpha * jd, resid + alpha * m_step
 
         init = (x0, row_values(J, unit_rows, x0) - aref, M @ (x0 - qacc_smooth))

@@ -810,6 +810,7 @@ def solve_constraints(
         bounds=bounds,
         cones=cones,
         hessian_form=sys.hessian_form,
+        mujoco_search=sys.mujoco_search,
     )
     if sys.noslip_iterations and (lay.nfric or len(lay.ten_fric) or contact is not None):
         res = _noslip(sys, lay, mass, qacc_smooth, J, unit, aref, res.efc_force, bounds, contact)

@@ -777,6 +777,7 @@ class _Loader:
     def parse_option(self) -> None:
         self.timestep, self.gravity = 0.002, np.array([0.0, 0.0, -9.81])
         self.iterations, self.cone, self.impratio = 100, "pyramidal", 1.0
+        self.ls_iterations, self.tolerance, self.ls_tolerance = 50, 1e-8, 0.01
         self.solver = "Newton"  # every solve here is Newton's; see load_mjcf for `iterations`
         self.noslip_iterations = 0
         self.integrator = "Euler"
@@ -798,6 +799,11 @@ class _Loader:
             self.iterations = int(a.get("iterations", self.iterations))
             if self.iterations < 0:
                 raise self.error(o, f"iterations={self.iterations} must be >= 0")
+            self.ls_iterations = int(a.get("ls_iterations", self.ls_iterations))
+            self.tolerance = float(a.get("tolerance", self.tolerance))
+            self.ls_tolerance = float(a.get("ls_tolerance", self.ls_tolerance))
+            if self.ls_iterations < 0 or self.tolerance < 0 or self.ls_tolerance < 0:
+                raise self.error(o, "ls_iterations, tolerance and ls_tolerance must be >= 0")
             self.solver = a.get("solver", self.solver)
             if self.solver not in ("PGS", "CG", "Newton"):
                 raise self.error(o, f"solver={self.solver!r} must be PGS, CG or Newton")
@@ -2618,6 +2624,13 @@ def _parse(source: str | os.PathLike) -> tuple[ET.Element, str, str]:
     return root, name, base
 
 
+FOLLOWED_LS_ITERATIONS = 16
+"""The most line-search evaluations (<option ls_iterations>) for which a capped Newton solve
+follows MuJoCo's own search (load_mjcf). With more, MuJoCo's search nearly always meets its
+tolerance first, where it agrees with this engine's exact searches, which cost far less than
+that many fixed evaluations."""
+
+
 def load_mjcf(
     source: str | os.PathLike,
     *,
@@ -2633,8 +2646,12 @@ def load_mjcf(
     for soft contacts (see ``physics.contact.NEWTON_STEPS``: the gymnasium models need 4).
     A model whose ``<option>`` asks MuJoCo's Newton solver for fewer ``iterations`` gets
     that many (at least 1): MuJoCo stops there, short of the optimum (MJX-tuned models ask for
-    1-4), and further steps would leave its trajectory. PGS and CG iteration counts measure
-    other solvers' work and cap nothing.
+    1-4), and further steps would leave its trajectory. Where that cap holds and the model
+    also limits MuJoCo's line search to at most ``FOLLOWED_LS_ITERATIONS`` evaluations
+    (``ls_iterations``, with its ``tolerance`` and ``ls_tolerance``), the solve uses MuJoCo's
+    own line search too (``System.mujoco_search``), which then stops short of the exact
+    minimum that this engine's searches find. PGS and CG iteration counts measure other
+    solvers' work and cap nothing.
     ``hessian_form``: how the constraint solver forms J^T D J, one of
     ``physics.constraints.HESSIAN_FORMS`` (the same results; a speed choice per device).
 
@@ -2667,8 +2684,18 @@ def load_mjcf(
             MJCFWarning,
             stacklevel=2,
         )
+    search, capped = None, False
     if loader.solver == "Newton":
+        capped = loader.iterations <= newton_steps
+        if capped and loader.ls_iterations <= FOLLOWED_LS_ITERATIONS:
+            scale = loader.tolerance * loader.ls_tolerance * max(sys_.nv, 1)
+            search = con.MujocoSearch(loader.ls_iterations, scale * lengthrange.mean_inertia(sys_))
         newton_steps = min(newton_steps, max(loader.iterations, 1))
     return dataclasses.replace(
-        sys_, max_contacts=max_contacts, newton_steps=newton_steps, hessian_form=hessian_form
+        sys_,
+        max_contacts=max_contacts,
+        newton_steps=newton_steps,
+        hessian_form=hessian_form,
+        capped_solve=capped,
+        mujoco_search=search,
     )

@@ -155,14 +155,17 @@ def _at(sys: System, state: State, q: jax.Array, qd: jax.Array, act: jax.Array) 
     return state._replace(q=q, qd=qd, kin=kin, cvel=cvel, act=act)
 
 
-def _forward(sys: System, state: State, ctrl: jax.Array) -> tuple[jax.Array, ConstraintResult]:
-    """Forward dynamics at `state` (mj_forward): the mass matrix and the constraint solve,
-    whose qacc is the constrained acceleration."""
+def _forward(
+    sys: System, state: State, ctrl: jax.Array
+) -> tuple[jax.Array, jax.Array, ConstraintResult]:
+    """Forward dynamics at `state` (mj_forward): the mass matrix, the smooth force and the
+    constraint solve, whose qacc is the constrained acceleration."""
     m = dynamics.mass_matrix(sys, state.kin)
     adhesion = None
     if sys.actuator_adhesion:  # static: their forces act through this step's contacts
         adhesion = dynamics.adhesion_forces(sys, ctrl, state.act)
-    return m, contact.solve_constraints(sys, state, m, smooth_force(sys, state, ctrl), adhesion)
+    qfrc_smooth = smooth_force(sys, state, ctrl)
+    return m, qfrc_smooth, contact.solve_constraints(sys, state, m, qfrc_smooth, adhesion)
 
 
 def _advance(
@@ -246,23 +249,34 @@ def velocity_derivative(sys: System, state: State, ctrl: jax.Array) -> jax.Array
 
 
 def _implicit_acceleration(
-    sys: System, state: State, ctrl: jax.Array, m: jax.Array, qacc: jax.Array
+    sys: System, state: State, ctrl: jax.Array, m: jax.Array, qfrc: jax.Array, qacc: jax.Array
 ) -> jax.Array:
-    """The Euler and implicit integrators' acceleration (M + dt B)^-1 M qacc, B the
+    """The Euler and implicit integrators' acceleration (M + dt B)^-1 (f + f_c), B the
     implicit damping: diag(joint damping) for Euler (eulerdamp), -qDeriv for the implicit
-    ones. As M qacc = f + f_c, it is written qacc - (M + dt B)^-1 dt B qacc: solving for
-    f + f_c instead loses float32 digits to cancellation when constraint forces are large and
-    M is ill-conditioned (M^-1 amplifies f_c's rounding)."""
+    ones; `qfrc` is f + f_c, `qacc` the solve's.
+
+    A converged solve has M qacc = f + f_c, and the acceleration is written
+    qacc - (M + dt B)^-1 dt B qacc: solving for f + f_c instead loses float32 digits to
+    cancellation when constraint forces are large and M is ill-conditioned (M^-1 amplifies
+    f_c's rounding). A solve the model caps (`System.capped_solve`) stops short of that
+    balance, and MuJoCo integrates f + f_c then, as here: with `<option iterations="1">` and
+    Euler, Ant's first contact otherwise moved qvel 3.0 away from MuJoCo's."""
     dt = sys.timestep
     if sys.integrator == "Euler":
         if sys.disable_eulerdamp or sys.disable_damper:  # (damping explicit, or none)
             return qacc
         damp = dt * sys.dof_damping
+        if sys.capped_solve:  # MuJoCo's damped Euler needs some damping; else qacc itself
+            implicit = linalg.cho_solve(m + jnp.diag(damp), qfrc)
+            return jnp.where(jnp.any(damp > 0), implicit, qacc)
         return qacc - linalg.cho_solve(m + jnp.diag(damp), damp * qacc)
     damp = -dt * velocity_derivative(sys, state, ctrl)
+    rhs = qfrc if sys.capped_solve else damp @ qacc
     if sys.integrator == "implicitfast" and not _free_blocks(sys).any():  # symmetric
-        return qacc - linalg.cho_solve(m + damp, damp @ qacc)
-    return qacc - jnp.linalg.solve(m + damp, damp @ qacc)
+        solved = linalg.cho_solve(m + damp, rhs)
+    else:
+        solved = jnp.linalg.solve(m + damp, rhs)
+    return solved if sys.capped_solve else qacc - solved
 
 
 # The classical Runge-Kutta tableau: row i weighs the stages before stage i (stage 0 is the
@@ -300,7 +314,7 @@ def _rk4_substep(sys: System, state: State, ctrl: jax.Array) -> State:
         q = kinematics.integrate_position(sys, state.q, vel, dt)
         q = jnp.where(i == 0, state.q, q)  # stage 0 is exactly the state
         x = _at(sys, state, q, state.qd + dt * (w @ qaccs), state.act + dt * (w @ act_dots))
-        _, res = _forward(sys, x, ctrl)
+        _, _, res = _forward(sys, x, ctrl)
         act_dot = dynamics.activation_rate(sys, x.act, ctrl)
         vels = vels.at[i].set(_dexp_inv(sys, dt * vel, x.qd))
         return (vels, qaccs.at[i].set(res.qacc), act_dots.at[i].set(act_dot)), res
@@ -316,8 +330,9 @@ def _rk4_substep(sys: System, state: State, ctrl: jax.Array) -> State:
 def _substep(sys: System, state: State, ctrl: jax.Array) -> State:
     if sys.integrator == "RK4":
         return _rk4_substep(sys, state, ctrl)
-    m, res = _forward(sys, state, ctrl)
-    qacc = _implicit_acceleration(sys, state, ctrl, m, res.qacc)
+    m, qfrc_smooth, res = _forward(sys, state, ctrl)
+    qfrc = qfrc_smooth + res.qfrc_constraint
+    qacc = _implicit_acceleration(sys, state, ctrl, m, qfrc, res.qacc)
     return _advance(sys, state, qacc, dynamics.activation_rate(sys, state.act, ctrl), res)
 
 

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from physics.constraints import MujocoSearch
 from physics.mesh import Hull
 
 # Joint and geom type codes are MuJoCo's (mjtJoint, mjtGeom).
@@ -390,6 +391,14 @@ class System:
     # How each Newton step forms J^T D J (physics.constraints.HESSIAN_FORMS). Set with
     # load_mjcf(..., hessian_form=F).
     hessian_form: str = _static(default="broadcast")
+    # The model's <option iterations> caps the Newton solve (at no more than the newton_steps
+    # asked for): MuJoCo stops there, short of the optimum, and its integrators then take the
+    # forces f + f_c rather than M qacc (physics.step); set by load_mjcf.
+    capped_solve: bool = _static(default=False)
+    # MuJoCo's own line search with the model's limits, where the solve is capped and its line
+    # search limited to few evaluations (files tuned for MJX); None: the engine's own search
+    # (physics.contact). Set by load_mjcf.
+    mujoco_search: MujocoSearch | None = _static(default=None)
 
     @property
     def nbody(self) -> int:

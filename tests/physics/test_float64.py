@@ -61,19 +61,60 @@ def test_a_model_asking_for_fewer_newton_iterations_steps_as_mujoco_does(x64):
 
 
 @pytest.mark.parametrize(
-    ("option", "steps"),
-    [("", 8), ('iterations="3"', 3), ('iterations="0"', 1), ('solver="PGS" iterations="2"', 8)],
+    ("name", "option"),
+    [
+        ("ant", 'iterations="1" ls_iterations="4"'),  # RK4; as MJX-tuned models ask
+        ("half_cheetah", 'iterations="2" ls_iterations="3"'),  # Euler, damped joints
+        ("half_cheetah", 'integrator="implicitfast" iterations="1" ls_iterations="4"'),
+    ],
 )
-def test_newton_steps_are_capped_by_newtons_own_iteration_count(option, steps):
+def test_a_capped_solve_with_few_line_search_steps_follows_mujoco(name, option, x64):
+    """With few line-search evaluations MuJoCo's search stops short of the line's minimum,
+    and the capped solve with it: the engine's exact search left these trajectories 2.7
+    (ant), 1e-13 and 3e-8 (half_cheetah) from MuJoCo's in qvel over 100 steps; MuJoCo's own
+    search follows them to 1e-7. The half_cheetah runs also need the damped integrators to
+    take f + f_c, not M qacc, from an unconverged solve (they were 1.3e-2 and 2.4 off)."""
+    xml = open(gym_asset(name)).read().replace("<option ", f"<option {option} ", 1)
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    sys = physics.load_mjcf(xml)
+    assert sys.capped_solve and sys.mujoco_search.iterations == m.opt.ls_iterations
+    state = _drive_alongside(sys, physics.init(sys), m, d, np.random.default_rng(0))
+    np.testing.assert_allclose(np.asarray(state.q), d.qpos, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(state.qd), d.qvel, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("option", "steps", "searched"),
+    [
+        ("", 8, False),
+        ('iterations="3"', 3, False),  # MuJoCo's search with 50 evaluations converges
+        ('iterations="3" ls_iterations="16"', 3, True),
+        ('iterations="0"', 1, False),
+        ('solver="PGS" iterations="2" ls_iterations="4"', 8, False),
+        ('iterations="20" ls_iterations="4"', 8, False),  # MuJoCo converges: not capped
+    ],
+)
+def test_newton_steps_are_capped_by_newtons_own_iteration_count(option, steps, searched):
     xml = f"""<mujoco><option {option}/><worldbody><geom type="plane" size="1 1 .1"/>
       <body pos="0 0 1"><freejoint/><geom size=".1"/></body></worldbody></mujoco>"""
-    assert physics.load_mjcf(xml).newton_steps == steps
+    sys = physics.load_mjcf(xml)
+    assert sys.newton_steps == steps and sys.capped_solve == (steps < 8)
+    assert (sys.mujoco_search is not None) == searched
     assert physics.load_mjcf(xml, newton_steps=2).newton_steps == min(steps, 2)
+    if searched:  # gtol = tolerance * ls_tolerance * |step| * meaninertia * nv
+        m = mujoco.MjModel.from_xml_string(xml)
+        gtol = m.opt.tolerance * m.opt.ls_tolerance * m.stat.meaninertia * m.nv
+        assert sys.mujoco_search.gtol_per_norm == pytest.approx(gtol, rel=1e-6)
 
 
 @pytest.mark.parametrize(
     ("option", "needle"),
-    [('solver="Jacobi"', "solver='Jacobi' must be PGS, CG or Newton"), ('iterations="-1"', ">= 0")],
+    [
+        ('solver="Jacobi"', "solver='Jacobi' must be PGS, CG or Newton"),
+        ('iterations="-1"', ">= 0"),
+        ('ls_iterations="-2"', "ls_iterations, tolerance and ls_tolerance must be >= 0"),
+    ],
 )
 def test_bad_solver_options_are_named(option, needle):
     with pytest.raises(physics.MJCFError, match="<option>") as err:
