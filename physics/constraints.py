@@ -712,11 +712,11 @@ class _Bracket(NamedTuple):
 
 class MujocoSearch(NamedTuple):
     """MuJoCo's own line search and its limits: at most ``iterations`` evaluations of phi
-    (<option ls_iterations>), stopping where |phi'| < ``gtol_per_norm`` |step|, MuJoCo's
-    tolerance * ls_tolerance * meaninertia * max(nv, 1)."""
+    (<option ls_iterations>), stopping where |phi'| < ``tolerance`` |step| trace(M) (MuJoCo's
+    tolerance * ls_tolerance, over its scale: the inertia of the dofs it solves for)."""
 
     iterations: int
-    gtol_per_norm: float
+    tolerance: float
 
 
 class _Point(NamedTuple):
@@ -749,22 +749,20 @@ class _Search(NamedTuple):
     result: jax.Array
 
 
-def _line_search_mujoco(line: _Line, snorm: jax.Array, limits: MujocoSearch) -> jax.Array:
+def _line_search_mujoco(line: _Line, gtol: jax.Array, limit: int) -> jax.Array:
     """MuJoCo's line search (CGsearch in engine_solver.c), evaluation for evaluation, as a
     fixed number of steps whose finished worlds stand still.
 
     From a = 0 a Newton step, then one-sided Newton steps until phi' changes sign, then a
     bracketed search that evaluates the bracket's middle and moves each end to the candidate
     (the middle, either end's Newton point) of smaller |phi'| on its side. It stops at the
-    first point with |phi'| < gtol, or after ``iterations`` evaluations with the bracket end of
+    first point with |phi'| < gtol, or after ``limit`` evaluations with the bracket end of
     lowest cost. With few evaluations (MJX-tuned models ask for 4) that is often short of the
     minimum the exact searches find, and a Newton solve capped at MuJoCo's ``iterations``
     follows MuJoCo only if its search does too. This is MuJoCo 4.0.1's search (the version the
     parity tests pin); later sources also keep a = 0 where the first Newton point costs more.
     """
     line = line._replace(dMd=jnp.maximum(line.dMd, MINVAL))
-    limit = limits.iterations
-    gtol = limits.gtol_per_norm * snorm
 
     def at(a: jax.Array) -> _Point:
         return _Point(a, line.cost(a), *line.derivatives(a))
@@ -936,6 +934,8 @@ def solve(
     def minimize(M, qacc_smooth, J, aref, D, R, bounds, cone_rows, x0):  # noqa: ANN001, ANN202
         """(qacc, jar) at the minimizer, jar = J_full qacc - aref as carried by the steps."""
 
+        inertia = jnp.trace(M)  # 1 / MuJoCo's scale, the inertia of the dofs it solves
+
         def newton(_: int, carry: tuple) -> tuple:
             qacc, jar, resid = carry
             grad = resid + rows_t(J, _neg_forces(jar, D, R, bounds, cone_rows))
@@ -945,7 +945,8 @@ def solve(
             if mujoco_search is None:
                 alpha = search(line)
             else:
-                alpha = _line_search_mujoco(line, jnp.linalg.norm(step), mujoco_search)
+                gtol = mujoco_search.tolerance * jnp.linalg.norm(step) * inertia
+                alpha = _line_search_mujoco(line, gtol, mujoco_search.iterations)
             return qacc + alpha * step, jar + alpha * jd, resid + alpha * m_step
 
         init = (x0, row_values(J, unit_rows, x0) - aref, M @ (x0 - qacc_smooth))

@@ -54,15 +54,6 @@ def moments_and_inverse_mass(sys: System) -> tuple[np.ndarray, np.ndarray]:
     return moment, linalg.inverse_like_mujoco(mass)[0]
 
 
-def mean_inertia(sys: System) -> float:
-    """MuJoCo's stat.meaninertia: the mean of M's diagonal at qpos0 (1 without dofs), the
-    scale of its solver's tolerances."""
-    if sys.nv == 0:
-        return 1.0
-    kin = kinematics.forward_kinematics(sys, sys.qpos0)
-    return float(np.mean(np.diag(np.asarray(dynamics.mass_matrix(sys, kin), np.float64))))
-
-
 def unit_force_acceleration(sys: System) -> np.ndarray:
     """[nu] |M^-1 moment| at qpos0 for each actuator (gear included): MuJoCo's actuator_acc0,
     by which a muscle of force < 0 gets its peak force, scale / acc0."""

@@ -2684,13 +2684,13 @@ def load_mjcf(
             MJCFWarning,
             stacklevel=2,
         )
-    search, capped = None, False
-    if loader.solver == "Newton":
-        capped = loader.iterations <= newton_steps
-        if capped and loader.ls_iterations <= FOLLOWED_LS_ITERATIONS:
-            scale = loader.tolerance * loader.ls_tolerance * max(sys_.nv, 1)
-            search = con.MujocoSearch(loader.ls_iterations, scale * lengthrange.mean_inertia(sys_))
-        newton_steps = min(newton_steps, max(loader.iterations, 1))
+    search = None
+    capped = loader.solver == "Newton" and loader.iterations <= newton_steps
+    if capped:
+        if loader.ls_iterations <= FOLLOWED_LS_ITERATIONS:
+            tolerance = loader.tolerance * loader.ls_tolerance
+            search = con.MujocoSearch(loader.ls_iterations, tolerance)
+        newton_steps = max(loader.iterations, 1)
     return dataclasses.replace(
         sys_,
         max_contacts=max_contacts,

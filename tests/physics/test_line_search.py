@@ -91,21 +91,17 @@ def test_mujocos_search_takes_its_steps_without_branches(limit, x64):
     D = rng.uniform(0.1, 10.0, (lines, n))
     dMr = -np.abs(rng.normal(size=lines)) * rng.uniform(0.1, 5.0, lines)  # descent
     dMd = rng.uniform(0.01, 2.0, lines)
-    snorm = rng.uniform(0.1, 3.0, lines)
-    gtol_per_norm = 10.0 ** rng.uniform(-6, 1, lines)
+    gtol = 10.0 ** rng.uniform(-6, 1, lines)
 
     @jax.jit
     @jax.vmap
-    def search(jar, jd, D, dMr, dMd, snorm, gtol_per_norm):
+    def search(jar, jd, D, dMr, dMd, gtol):
         line = con._Line(jar, jd, D, 1.0 / D, None, dMr, dMd)
-        # gtol = gtol_per_norm |step|, with a tolerance per line: gtol passed as the norm
-        return con._line_search_mujoco(line, gtol_per_norm * snorm, con.MujocoSearch(limit, 1.0))
+        return con._line_search_mujoco(line, gtol, limit)
 
-    got = np.asarray(search(*map(jnp.asarray, (jar, jd, D, dMr, dMd, snorm, gtol_per_norm))))
+    got = np.asarray(search(*map(jnp.asarray, (jar, jd, D, dMr, dMd, gtol))))
     want = [
-        _mujoco_search(
-            _Line(jar[i], jd[i], D[i], dMr[i], dMd[i]), gtol_per_norm[i] * snorm[i], limit
-        )
+        _mujoco_search(_Line(jar[i], jd[i], D[i], dMr[i], dMd[i]), gtol[i], limit)
         for i in range(lines)
     ]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
@@ -114,4 +110,4 @@ def test_mujocos_search_takes_its_steps_without_branches(limit, x64):
 
 def test_a_zero_step_is_not_searched():
     line = con._Line(*(jnp.ones(3),) * 4, None, jnp.asarray(0.0), jnp.asarray(0.0))
-    assert float(con._line_search_mujoco(line, jnp.asarray(0.0), con.MujocoSearch(4, 1e-9))) == 0
+    assert float(con._line_search_mujoco(line, jnp.asarray(0.0), 4)) == 0
