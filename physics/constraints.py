@@ -934,8 +934,6 @@ def solve(
     def minimize(M, qacc_smooth, J, aref, D, R, bounds, cone_rows, x0):  # noqa: ANN001, ANN202
         """(qacc, jar) at the minimizer, jar = J_full qacc - aref as carried by the steps."""
 
-        inertia = jnp.trace(M)  # 1 / MuJoCo's scale, the inertia of the dofs it solves
-
         def newton(_: int, carry: tuple) -> tuple:
             qacc, jar, resid = carry
             grad = resid + rows_t(J, _neg_forces(jar, D, R, bounds, cone_rows))
@@ -945,7 +943,8 @@ def solve(
             if mujoco_search is None:
                 alpha = search(line)
             else:
-                gtol = mujoco_search.tolerance * jnp.linalg.norm(step) * inertia
+                # MuJoCo's scale is 1 / the inertia of the dofs it solves: trace(M) here
+                gtol = mujoco_search.tolerance * jnp.linalg.norm(step) * jnp.trace(M)
                 alpha = _line_search_mujoco(line, gtol, mujoco_search.iterations)
             return qacc + alpha * step, jar + alpha * jd, resid + alpha * m_step
 

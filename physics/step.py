@@ -266,17 +266,18 @@ def _implicit_acceleration(
         if sys.disable_eulerdamp or sys.disable_damper:  # (damping explicit, or none)
             return qacc
         damp = dt * sys.dof_damping
-        if sys.capped_solve:  # MuJoCo's damped Euler needs some damping; else qacc itself
-            implicit = linalg.cho_solve(m + jnp.diag(damp), qfrc)
-            return jnp.where(jnp.any(damp > 0), implicit, qacc)
-        return qacc - linalg.cho_solve(m + jnp.diag(damp), damp * qacc)
-    damp = -dt * velocity_derivative(sys, state, ctrl)
-    rhs = qfrc if sys.capped_solve else damp @ qacc
-    if sys.integrator == "implicitfast" and not _free_blocks(sys).any():  # symmetric
-        solved = linalg.cho_solve(m + damp, rhs)
+        damped, matrix = damp * qacc, m + jnp.diag(damp)
+        solve = linalg.cho_solve
     else:
-        solved = jnp.linalg.solve(m + damp, rhs)
-    return solved if sys.capped_solve else qacc - solved
+        damp = -dt * velocity_derivative(sys, state, ctrl)
+        damped, matrix = damp @ qacc, m + damp
+        symmetric = sys.integrator == "implicitfast" and not _free_blocks(sys).any()
+        solve = linalg.cho_solve if symmetric else jnp.linalg.solve
+    if not sys.capped_solve:
+        return qacc - solve(matrix, damped)
+    if sys.integrator == "Euler":  # MuJoCo's Euler integrates implicitly only with damping
+        return jnp.where(jnp.any(damp > 0), solve(matrix, qfrc), qacc)
+    return solve(matrix, qfrc)
 
 
 # The classical Runge-Kutta tableau: row i weighs the stages before stage i (stage 0 is the
