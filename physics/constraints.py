@@ -712,11 +712,14 @@ class _Bracket(NamedTuple):
 
 class MujocoSearch(NamedTuple):
     """MuJoCo's own line search and its limits: at most ``iterations`` evaluations of phi
-    (<option ls_iterations>), stopping where |phi'| < ``tolerance`` |step| trace(M) (MuJoCo's
-    tolerance * ls_tolerance, over its scale: the inertia of the dofs it solves for)."""
+    (<option ls_iterations>), stopping where |phi'| < ``tolerance`` |step| inertia (MuJoCo's
+    tolerance * ls_tolerance, over its scale). MuJoCo's scale is the inverse inertia of what it
+    solves: an island's trace of M, or with islands off (``inertia``) meaninertia * nv, the
+    trace of M at qpos0."""
 
     iterations: int
     tolerance: float
+    inertia: float | None = None  # None: the trace of M over the dofs searched
 
 
 class _Point(NamedTuple):
@@ -833,6 +836,31 @@ def _line_search_mujoco(line: _Line, gtol: jax.Array, limit: int) -> jax.Array:
     return jnp.where(s.done, s.result, unfinished)
 
 
+class Islands(NamedTuple):
+    """What MuJoCo's constraint islands are made of: kinematic trees joined by the active rows
+    that touch them. MuJoCo solves each island on its own, with its own line search, and a
+    Newton solve that stops short of the optimum (System.capped_solve) follows it only if each
+    island takes its own step length too (the directions are the same: H is block-diagonal
+    over islands)."""
+
+    dof_tree: np.ndarray  # [nv] static: the tree of each dof (System.topology.dof_tree)
+    row_trees: jax.Array  # [nrows, ntree] bool: the trees each row touches (unit rows first)
+
+
+def island_labels(row_trees: jax.Array, mask: jax.Array) -> jax.Array:
+    """[ntree] each tree's island, named by its lowest tree: trees joined by active rows
+    (``mask``) share one, directly or through others (MuJoCo's mj_island flood fill, written
+    as a fixed number of min-label sweeps: a sweep joins every row's trees)."""
+    ntree = row_trees.shape[1]
+    joins = row_trees & mask[:, None]
+
+    def sweep(_: int, label: jax.Array) -> jax.Array:
+        row_min = jnp.min(jnp.where(joins, label[None, :], ntree), axis=1)
+        return jnp.minimum(label, jnp.min(jnp.where(joins, row_min[:, None], ntree), axis=0))
+
+    return jax.lax.fori_loop(0, ntree - 1, sweep, jnp.arange(ntree))
+
+
 UnitRows = tuple[np.ndarray, np.ndarray]  # (dof [nu], sign [nu]): rows sign * e_dof
 
 
@@ -867,6 +895,7 @@ def solve(
     cones: Cones | None = None,
     hessian_form: str = "broadcast",
     mujoco_search: MujocoSearch | None = None,
+    islands: Islands | None = None,
 ) -> SolverResult:
     """Constrained acceleration and row forces (fixed-count Newton, implicit derivatives).
 
@@ -884,6 +913,9 @@ def solve(
     ``hessian_form``: how J^T D J is formed, one of ``HESSIAN_FORMS`` (same H, to rounding).
     ``mujoco_search``: use MuJoCo's own line search with these limits instead of
     ``line_search`` (:func:`_line_search_mujoco`), cones or not.
+    ``islands``: search each of MuJoCo's islands along its own part of the step (the trees that
+    no active row touches are islands of their own, as quadratic as MuJoCo's unconstrained
+    dofs); None: one step length for all dofs.
 
     Each Newton step costs one J x, one J^T f, one J^T D J and a Cholesky of H: J qacc - aref
     and M (qacc - qacc_smooth) are carried and updated along the step, not recomputed.
@@ -907,6 +939,7 @@ def solve(
     nu = e.shape[0]
     D, cone_rows = split_cones(jnp.where(mask, 1.0 / R, 0.0), cones)
     x0 = qacc_smooth if qacc_init is None else qacc_init
+    ntree = 0 if islands is None else islands.row_trees.shape[1]
 
     def rows_t(J: jax.Array, f: jax.Array) -> jax.Array:  # J_full^T f
         return f[:nu] @ e + J.T @ f[nu:]
@@ -931,22 +964,50 @@ def solve(
         return M @ (qacc - qacc_smooth) + rows_t(J, _neg_forces(jar, D, R, bounds, cone_rows))
 
     @jax.custom_jvp
-    def minimize(M, qacc_smooth, J, aref, D, R, bounds, cone_rows, x0):  # noqa: ANN001, ANN202
-        """(qacc, jar) at the minimizer, jar = J_full qacc - aref as carried by the steps."""
+    def minimize(M, qacc_smooth, J, aref, D, R, bounds, cone_rows, groups, x0):  # noqa: ANN001, ANN202
+        """(qacc, jar) at the minimizer, jar = J_full qacc - aref as carried by the steps;
+        ``groups``: (dof, row) islands, or None."""
+
+        def step_length(line: _Line, step: jax.Array, inertia: jax.Array) -> jax.Array:
+            if mujoco_search is None:
+                return search(line)
+            if mujoco_search.inertia is not None:
+                inertia = mujoco_search.inertia
+            gtol = mujoco_search.tolerance * jnp.linalg.norm(step) * inertia
+            return _line_search_mujoco(line, gtol, mujoco_search.iterations)
+
+        def island_lengths(jar, jd, step, resid, m_step):  # noqa: ANN001, ANN202
+            """(per dof, per row) step lengths: each island's own search along its part."""
+            dof_island, row_island = groups
+            diag = jnp.diagonal(M)
+
+            def one(k: jax.Array) -> jax.Array:
+                on_dof, on_row = dof_island == k, row_island == k
+                D_k = jnp.where(on_row, D, 0.0)
+                cones_k = None
+                if cone_rows is not None:
+                    D3, cones = cone_rows
+                    cones_k = (jnp.where(_cone_part(on_row, D3), D3, 0.0), cones)
+                part = jnp.where(on_dof, step, 0.0)
+                line = _Line.of(jar, jd, D_k, R, bounds, part @ resid, part @ m_step, cones_k)
+                return step_length(line, part, jnp.sum(jnp.where(on_dof, diag, 0.0)))
+
+            lengths = jax.vmap(one)(jnp.arange(ntree))
+            in_any = row_island < ntree  # rows of no island: inactive, no force, no step
+            row = jnp.where(in_any, lengths[jnp.minimum(row_island, ntree - 1)], 0.0)
+            return lengths[dof_island], row
 
         def newton(_: int, carry: tuple) -> tuple:
             qacc, jar, resid = carry
             grad = resid + rows_t(J, _neg_forces(jar, D, R, bounds, cone_rows))
             step = _descent_direction(hessian(M, J, D, R, bounds, cone_rows, jar), grad)
             jd, m_step = row_values(J, unit_rows, step), M @ step
-            line = _Line.of(jar, jd, D, R, bounds, step @ resid, step @ m_step, cone_rows)
-            if mujoco_search is None:
-                alpha = search(line)
-            else:
-                # MuJoCo's scale is 1 / the inertia of the dofs it solves: trace(M) here
-                gtol = mujoco_search.tolerance * jnp.linalg.norm(step) * jnp.trace(M)
-                alpha = _line_search_mujoco(line, gtol, mujoco_search.iterations)
-            return qacc + alpha * step, jar + alpha * jd, resid + alpha * m_step
+            if groups is None:
+                line = _Line.of(jar, jd, D, R, bounds, step @ resid, step @ m_step, cone_rows)
+                alpha = row_alpha = step_length(line, step, jnp.trace(M))
+            else:  # M is block-diagonal over trees: M (alpha step) = alpha (M step)
+                alpha, row_alpha = island_lengths(jar, jd, step, resid, m_step)
+            return qacc + alpha * step, jar + row_alpha * jd, resid + alpha * m_step
 
         init = (x0, row_values(J, unit_rows, x0) - aref, M @ (x0 - qacc_smooth))
         qacc, jar, _ = jax.lax.fori_loop(0, iterations, newton, init)
@@ -955,7 +1016,7 @@ def solve(
     @minimize.defjvp
     def minimize_jvp(primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
         qacc, jar = minimize(*primals)
-        inputs, d_inputs = primals[:-1], tangents[:-1]
+        inputs, d_inputs = primals[:-2], tangents[:-2]
         _, dg = jax.jvp(lambda *a: gradient(*a, qacc), inputs, d_inputs)
         M, _, J, aref, D, R, bounds, cone_rows = inputs
         H = hessian(M, J, D, R, bounds, cone_rows, jar)
@@ -967,6 +1028,14 @@ def solve(
         )
         return (qacc, jar), (d_qacc, d_jar)
 
-    qacc, jar = minimize(M, qacc_smooth, J, aref, D, R, bounds, cone_rows, x0)
+    groups = None
+    if islands is not None:  # no derivative: the minimizer does not depend on them
+        labels = island_labels(islands.row_trees, mask)
+        joined = islands.row_trees & mask[:, None]
+        groups = (
+            labels[islands.dof_tree],
+            jnp.min(jnp.where(joined, labels[None, :], ntree), axis=1),
+        )
+    qacc, jar = minimize(M, qacc_smooth, J, aref, D, R, bounds, cone_rows, groups, x0)
     force = -_neg_forces(jar, D, R, bounds, cone_rows)
     return SolverResult(qacc, rows_t(J, force), force)

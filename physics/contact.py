@@ -723,6 +723,21 @@ def _solved_slots(gap_to_margin: jax.Array, max_contacts: int | None) -> jax.Arr
     return jax.lax.top_k(-gap_to_margin, max_contacts)[1]
 
 
+def _islands(sys: System, J: jax.Array, unit: con.UnitRows | None) -> con.Islands | None:
+    """The trees each row touches, for a capped solve's per-island line search (MuJoCo's
+    mj_island): a limit its joint's, other rows those of the dofs their Jacobian row moves.
+    (MuJoCo takes a contact's or weld's trees from its bodies; that differs only where one
+    body's dofs cannot move the contact point at all.) None where MuJoCo solves all dofs as
+    one: a solve run to the optimum (where islands change nothing), one tree, islands off."""
+    topo = sys.topology
+    if not sys.capped_solve or sys.disable_island or topo.ntree < 2:
+        return None
+    on_tree = topo.dof_tree[:, None] == np.arange(topo.ntree)  # [nv, ntree]
+    rows = (jnp.abs(J) > 0).astype(J.dtype) @ jnp.asarray(on_tree, J.dtype) > 0
+    unit_rows = np.zeros((0, topo.ntree), bool) if unit is None else on_tree[unit[0]]
+    return con.Islands(topo.dof_tree, jnp.concatenate([jnp.asarray(unit_rows), rows]))
+
+
 def _cost(
     M: jax.Array,
     qacc_smooth: jax.Array,
@@ -811,6 +826,7 @@ def solve_constraints(
         cones=cones,
         hessian_form=sys.hessian_form,
         mujoco_search=sys.mujoco_search,
+        islands=_islands(sys, J, unit),
     )
     if sys.noslip_iterations and (lay.nfric or len(lay.ten_fric) or contact is not None):
         res = _noslip(sys, lay, mass, qacc_smooth, J, unit, aref, res.efc_force, bounds, contact)

@@ -383,6 +383,7 @@ _FLAG_EFFECTS = {
     "actuation": {"actuation"},
     "clampctrl": {"clampctrl"},
     "filterparent": {"filterparent"},
+    "island": {"island"},
 }
 # The switches off by default that this engine honours when enabled.
 _ENABLE_FLAGS = {"override"}
@@ -393,7 +394,6 @@ _FLAGS_WITHOUT_EFFECT = {
     "midphase",
     "autoreset",
     "nativeccd",
-    "island",
     "energy",
     "fwdinv",
     "invdiscrete",
@@ -2343,6 +2343,7 @@ class _Loader:
             disable_damper="damper" in self.disabled,
             disable_actuation="actuation" in self.disabled,
             disable_clampctrl="clampctrl" in self.disabled,
+            disable_island="island" in self.disabled,
             enable_override="override" in self.enabled,
             integrator=self.integrator,
             dof_friction=tuple(i for i, x in enumerate(frictionloss) if x > 0),
@@ -2689,7 +2690,10 @@ def load_mjcf(
     if capped:
         if loader.ls_iterations <= FOLLOWED_LS_ITERATIONS:
             tolerance = loader.tolerance * loader.ls_tolerance
-            search = con.MujocoSearch(loader.ls_iterations, tolerance)
+            inertia = None  # per island: the trace of its M
+            if sys_.disable_island:  # all dofs at once: MuJoCo's meaninertia * nv, at qpos0
+                inertia = float(jnp.trace(contact._at_qpos0(sys_)[1]))
+            search = con.MujocoSearch(loader.ls_iterations, tolerance, inertia)
         newton_steps = max(loader.iterations, 1)
     return dataclasses.replace(
         sys_,

@@ -91,6 +91,31 @@ class Topology:
         return root
 
     @functools.cached_property
+    def body_tree(self) -> np.ndarray:
+        """MuJoCo's body_treeid: the kinematic tree of each body's dofs, numbered in dof order,
+        -1 for bodies no joint moves. A tree starts at a jointed body whose ancestors have no
+        joints (so a fixed base's jointed branches are trees of their own)."""
+        jointed = np.zeros(self.nbody, bool)
+        jointed[list(self.jnt_body)] = True
+        top = np.full(self.nbody, -1, np.int32)  # each body's topmost jointed ancestor
+        for b in range(1, self.nbody):
+            p = self.body_parent[b]
+            top[b] = top[p] if top[p] >= 0 else (b if jointed[b] else -1)
+        roots = [int(r) for r in dict.fromkeys(top[self.dof_body])]  # in dof order
+        tree = np.full(self.nbody, -1, np.int32)
+        for number, root in enumerate(roots):
+            tree[top == root] = number
+        return tree
+
+    @property
+    def ntree(self) -> int:
+        return int(self.body_tree.max(initial=-1)) + 1
+
+    @functools.cached_property
+    def dof_tree(self) -> np.ndarray:
+        return self.body_tree[self.dof_body]
+
+    @functools.cached_property
     def levels(self) -> tuple[np.ndarray, ...]:
         """Bodies grouped by depth (world excluded): a level only depends on earlier levels."""
         d = self.body_depth
@@ -331,6 +356,8 @@ class System:
     disable_damper: bool = _static(default=False)  # mjDSBL_DAMPER: no joint or tendon damping
     disable_actuation: bool = _static(default=False)  # mjDSBL_ACTUATION: no actuator force
     disable_clampctrl: bool = _static(default=False)  # mjDSBL_CLAMPCTRL: ctrl not clipped
+    # mjDSBL_ISLAND: a capped solve (capped_solve) searches all dofs as one, not per island
+    disable_island: bool = _static(default=False)
     enable_override: bool = _static(default=False)  # mjENBL_OVERRIDE: contacts take o_*
     # tendons with a limit or friction loss, as physics.tendon paths, and which are limited
     constrained_tendons: tuple[TendonPath, ...] = _static(default=())
