@@ -14,9 +14,11 @@ from tests.physics.gym_assets import gym_asset
 
 # Four trees: two boxes that slide and tumble on the floor, a ball in free flight (no
 # constraint: MuJoCo leaves it at qacc_smooth), and a fixed-base arm with a joint limit and
-# friction loss; flung about by random velocities, they form one to four islands.
-SCENE = """<mujoco><option timestep="0.005" {option}/>{flag}<worldbody>
-  <geom type="plane" size="5 5 .1"/>
+# friction loss; flung about by random velocities, they form one to four islands. The geoms
+# meet only the floor (collision bits), which keeps the program small.
+SCENE = """<mujoco><option timestep="0.005" {option}/>{flag}
+<default><geom contype="2" conaffinity="1"/></default><worldbody>
+  <geom type="plane" size="5 5 .1" contype="1" conaffinity="2"/>
   <body pos="0 0 .09"><freejoint/><geom type="box" size=".1 .1 .1" euler="10 5 0"/></body>
   <body pos="1 0 .09"><freejoint/><geom type="box" size=".1 .1 .1" euler="-7 3 20"/></body>
   <body pos="3 0 1"><freejoint/><geom type="sphere" size=".1"/></body>
@@ -31,15 +33,15 @@ _step = jax.jit(physics.step)
     ("option", "flag"),
     [
         ('iterations="1" ls_iterations="3"', ""),  # MuJoCo's search, as MJX-tuned files ask
-        ('iterations="1" ls_iterations="2" cone="elliptic" impratio="5"', ""),
+        ('iterations="1" ls_iterations="4" cone="elliptic" impratio="5"', ""),
         ('iterations="2"', ""),  # 50 evaluations: each island's exact minimum
         ('iterations="1" ls_iterations="3"', '<option><flag island="disable"/></option>'),
     ],
 )
 def test_capped_solves_search_each_island_as_mujoco(option, flag, x64):
-    """One step length for all dofs left this scene 0.6 from MuJoCo in qvel within 60 steps
-    (2e-3 at the first); with islands off MuJoCo takes one too (and scales its tolerance by
-    its mean inertia at qpos0), and so do we."""
+    """One step length for all dofs left this scene 0.5-0.9 from MuJoCo in qvel within 60 steps
+    (1e-4 to 2e-3 at the first); with islands off MuJoCo takes one too (and scales its
+    tolerance by its mean inertia at qpos0), and so do we."""
     xml = SCENE.format(option=option, flag=flag)
     m, sys = mujoco.MjModel.from_xml_string(xml), physics.load_mjcf(xml)
     assert sys.capped_solve and sys.disable_island == bool(flag)
