@@ -846,6 +846,14 @@ class Islands(NamedTuple):
     dof_tree: np.ndarray  # [nv] static: the tree of each dof (System.topology.dof_tree)
     row_trees: jax.Array  # [nrows, ntree] bool: the trees each row touches (unit rows first)
 
+    def groups(self, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(the island of each dof, of each row) with the active rows ``mask``: islands are
+        named by their lowest tree; a row that joins none (inactive) gets ntree."""
+        labels = island_labels(self.row_trees, mask)
+        joined = self.row_trees & mask[:, None]
+        ntree = self.row_trees.shape[1]
+        return labels[self.dof_tree], jnp.min(jnp.where(joined, labels[None, :], ntree), axis=1)
+
 
 def island_labels(row_trees: jax.Array, mask: jax.Array) -> jax.Array:
     """[ntree] each tree's island, named by its lowest tree: trees joined by active rows
@@ -1028,14 +1036,8 @@ def solve(
         )
         return (qacc, jar), (d_qacc, d_jar)
 
-    groups = None
-    if islands is not None:  # no derivative: the minimizer does not depend on them
-        labels = island_labels(islands.row_trees, mask)
-        joined = islands.row_trees & mask[:, None]
-        groups = (
-            labels[islands.dof_tree],
-            jnp.min(jnp.where(joined, labels[None, :], ntree), axis=1),
-        )
+    # no derivative through the islands: the minimizer does not depend on them
+    groups = None if islands is None else islands.groups(mask)
     qacc, jar = minimize(M, qacc_smooth, J, aref, D, R, bounds, cone_rows, groups, x0)
     force = -_neg_forces(jar, D, R, bounds, cone_rows)
     return SolverResult(qacc, rows_t(J, force), force)
