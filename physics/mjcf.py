@@ -173,7 +173,7 @@ _TENDON = {
 
 # Attributes understood per element; anything else on these elements is an error.
 _KNOWN = {
-    "body": {"pos", "childclass", "gravcomp", "mocap", *_ORIENT} | _VISUAL,
+    "body": {"pos", "childclass", "gravcomp", "mocap", "sleep", *_ORIENT} | _VISUAL,
     "inertial": {"pos", "mass", "diaginertia", "fullinertia", *_ORIENT},
     "joint": {
         "type",
@@ -293,6 +293,7 @@ _KNOWN = {
         "o_solref",
         "o_solimp",
         "o_friction",
+        "sleep_tolerance",
     },
     "compiler": {
         "angle",
@@ -398,8 +399,9 @@ _FLAGS_WITHOUT_EFFECT = {
     "fwdinv",
     "invdiscrete",
     "multiccd",
-    "sleep",
 }
+# A <body sleep=...> policy (MuJoCo's mjtSleepPolicy keywords).
+_SLEEP_POLICIES = ("auto", "never", "allowed", "init")
 # A contact's five friction coefficients when nothing sets them (a pair's, MuJoCo's o_friction)
 _DEFAULT_FRICTION = (1.0, 1.0, 0.005, 0.0001, 0.0001)
 
@@ -784,6 +786,7 @@ class _Loader:
         self.density, self.viscosity, self.wind = 0.0, 0.0, np.zeros(3)
         self.disabled: set[str] = set()  # features <flag> turns off (_FLAG_EFFECTS values)
         self.enabled: set[str] = set()  # switches <flag> turns on (_ENABLE_FLAGS)
+        self.sleep = False  # <flag sleep="enable">, which this engine does not simulate
         self.o_margin, self.o_solref = 0.0, np.asarray(con.DEFAULT_SOLREF, np.float64)
         self.o_solimp = np.asarray(con.DEFAULT_SOLIMP, np.float64)
         self.o_friction = np.asarray(_DEFAULT_FRICTION, np.float64)
@@ -830,6 +833,17 @@ class _Loader:
                 raise self.error(
                     o, f"integrator={self.integrator!r} must be one of {', '.join(INTEGRATORS)}"
                 )
+            if float(a.get("sleep_tolerance", 0.0)) < 0:
+                raise self.error(o, "sleep_tolerance must be >= 0")
+        if self.sleep:
+            warnings.warn(
+                f"{self.source}: <flag sleep='enable'>: every tree stays awake here; MuJoCo "
+                "freezes a tree whose velocities stay under sleep_tolerance until something "
+                "wakes it, so such a tree moves on here by what motion it had left (measured: "
+                "1.5e-5 in qpos for a box at rest, 1.2e-3 for a slowly swinging damped arm)",
+                MJCFWarning,
+                stacklevel=4,
+            )
 
     @property
     def passive_off(self) -> bool:
@@ -847,6 +861,9 @@ class _Loader:
                 raise self.error(elem, f"flag {key}={value!r} must be enable or disable")
             if key not in _FLAG_DEFAULTS:
                 raise self.error(elem, f"unknown flag {key!r}")
+            if key == "sleep":
+                self.sleep = value == "enable"
+                continue
             if value == _FLAG_DEFAULTS[key] or key in _FLAGS_WITHOUT_EFFECT:
                 continue
             if key in _ENABLE_FLAGS and value == "enable":
@@ -980,6 +997,7 @@ class _Loader:
             cls = a.get("childclass", cls)
             if cls not in self.classes:
                 raise self.error(elem, f"unknown childclass {cls!r}")
+            self.check_sleep_policy(elem, a.get("sleep", "auto"))
         bid = len(self.bodies)
         body = {
             "elem": elem,
@@ -1022,6 +1040,17 @@ class _Loader:
         for child, child_cls, child_frame in children:
             if child.tag == "body":
                 self.walk(child, bid, child_cls, child_frame)
+
+    def check_sleep_policy(self, elem: ET.Element, policy: str) -> None:
+        """A body's sleep policy: every one simulates as "never" here, except "init" with sleep
+        enabled (MuJoCo holds that tree still, wherever it is, until something wakes it)."""
+        if policy not in _SLEEP_POLICIES:
+            raise self.error(elem, f"sleep={policy!r} must be one of {', '.join(_SLEEP_POLICIES)}")
+        if policy == "init" and self.sleep:
+            raise self.error(
+                elem,
+                "sleep='init' (a tree that starts asleep) is not supported: no tree sleeps here",
+            )
 
     def expand_replicates(self, elem: ET.Element) -> None:
         """Replaces each <replicate count offset euler sep> below `elem` by `count` <frame>s
