@@ -117,7 +117,10 @@ class BridgeConfig:
     observation_dtype: str = ""
     """Its dtype ("": float32); read only with observation_shape."""
     num_actions: int = 0
-    """Discrete actions 0..n-1 (with observation_shape: this or action_low/high)."""
+    """Discrete actions 0..n-1 (with observation_shape: this, action_nvec or action_low/high)."""
+    action_nvec: tuple[int, ...] = ()
+    """Choices of each component of an integer vector action (MultiDiscrete), with
+    observation_shape."""
     action_low: tuple[float, ...] = ()
     """Lower bounds of a continuous (box) action, with observation_shape."""
     action_high: tuple[float, ...] = ()

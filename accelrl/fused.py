@@ -25,6 +25,7 @@ from accelrl.config import ConfigError, TrainConfig
 from accelrl.envs import Box, Discrete, Environment, TimeStep, make_training_env
 from accelrl.torsos import with_torso
 from agents import (
+    Actions,
     ActorCriticAgent,
     BoundedActions,
     DiscreteActions,
@@ -89,7 +90,7 @@ def make_agent(config: TrainConfig, env: Environment) -> ActorCriticAgent:
 
 
 def actor_critic(
-    config: TrainConfig, obs_shape: tuple[int, ...], actions: DiscreteActions | BoundedActions
+    config: TrainConfig, obs_shape: tuple[int, ...], actions: Actions
 ) -> ActorCriticAgent:
     """The actor-critic `config.agent` describes, for these observations and actions."""
     a = config.agent

@@ -1,13 +1,15 @@
 """Agents: distributions, networks, actor-critic acting and V-trace learning on plain arrays."""
 
 from agents.actor_critic import (
+    Actions,
     ActorCriticAgent,
     ActOutput,
     BoundedActions,
     DiscreteActions,
+    MultiDiscreteActions,
     UnrollOutput,
 )
-from agents.distributions import Categorical, TanhGaussian
+from agents.distributions import Categorical, MultiCategorical, TanhGaussian
 from agents.networks import ActorCritic
 from agents.optim import make_optimizer
 from agents.vtrace import (
@@ -21,6 +23,7 @@ from agents.vtrace import (
 )
 
 __all__ = [
+    "Actions",
     "ActOutput",
     "ActorCritic",
     "ActorCriticAgent",
@@ -28,6 +31,8 @@ __all__ = [
     "Categorical",
     "DiscreteActions",
     "LossMetrics",
+    "MultiCategorical",
+    "MultiDiscreteActions",
     "TanhGaussian",
     "Trajectory",
     "UnrollOutput",

@@ -1,8 +1,8 @@
 """Actor-critic agent: acting on batches and unrolling over trajectories.
 
-The agent takes plain sizes (observation shape, number of actions or action bounds), owns the
-network, and exposes pure, jittable functions of a flax params pytree. It is hashable, so it can
-be a static argument of jit.
+The agent takes plain sizes (observation shape, number of actions, choices per action component
+or action bounds), owns the network, and exposes pure, jittable functions of a flax params
+pytree. It is hashable, so it can be a static argument of jit.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.distributions import Categorical, TanhGaussian
+from agents.distributions import Categorical, MultiCategorical, TanhGaussian
 from agents.networks import ActorCritic, Carry
 from agents.torsos import Torso
 
@@ -31,6 +31,19 @@ class DiscreteActions:
     def __post_init__(self) -> None:
         if self.num_actions < 1:
             raise ValueError(f"num_actions must be >= 1, got {self.num_actions}")
+
+
+@dataclasses.dataclass(frozen=True)
+class MultiDiscreteActions:
+    """An integer vector action: component i in 0..nvec[i]-1 (gymnasium's MultiDiscrete)."""
+
+    nvec: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        nvec = tuple(int(n) for n in np.ravel(self.nvec))
+        if not nvec or min(nvec) < 1:
+            raise ValueError(f"nvec must be non-empty with every entry >= 1, got {nvec}")
+        object.__setattr__(self, "nvec", nvec)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +63,10 @@ class BoundedActions:
             raise ValueError(f"bounds must be finite with low < high: {low}, {high}")
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
+
+
+Actions = DiscreteActions | MultiDiscreteActions | BoundedActions
+"""An agent's action space."""
 
 
 class ActOutput(NamedTuple):
@@ -74,7 +91,7 @@ class ActorCriticAgent:
     """Actor-critic with a Categorical or TanhGaussian policy and an optional LSTM core."""
 
     obs_shape: tuple[int, ...]
-    actions: DiscreteActions | BoundedActions
+    actions: Actions
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
     lstm_size: int | None = None
@@ -84,8 +101,13 @@ class ActorCriticAgent:
     def __post_init__(self) -> None:
         object.__setattr__(self, "obs_shape", tuple(int(d) for d in self.obs_shape))
         object.__setattr__(self, "hidden_sizes", tuple(int(h) for h in self.hidden_sizes))
-        discrete = isinstance(self.actions, DiscreteActions)
-        action_dim = self.actions.num_actions if discrete else len(self.actions.low)
+        discrete = not isinstance(self.actions, BoundedActions)
+        if isinstance(self.actions, DiscreteActions):
+            action_dim = self.actions.num_actions
+        elif isinstance(self.actions, MultiDiscreteActions):
+            action_dim = sum(self.actions.nvec)
+        else:
+            action_dim = len(self.actions.low)
         network = ActorCritic(
             action_dim=action_dim,
             discrete=discrete,
@@ -106,10 +128,12 @@ class ActorCriticAgent:
         """Zero recurrent state for `batch_size` environments (`()` without an LSTM)."""
         return self.network.initial_carry(batch_size)
 
-    def distribution(self, dist_params: Any) -> Categorical | TanhGaussian:
+    def distribution(self, dist_params: Any) -> Categorical | MultiCategorical | TanhGaussian:
         """Policy distribution from network outputs of any leading shape."""
         if isinstance(self.actions, DiscreteActions):
             return Categorical(dist_params)
+        if isinstance(self.actions, MultiDiscreteActions):
+            return MultiCategorical.from_flat(dist_params, self.actions.nvec)
         loc, log_scale = dist_params
         low = jnp.asarray(self.actions.low, jnp.float32)
         high = jnp.asarray(self.actions.high, jnp.float32)

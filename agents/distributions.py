@@ -1,6 +1,6 @@
 """Action distributions for policy-gradient agents.
 
-Both distributions are NamedTuples of arrays, so they are pytrees that can be built inside jit,
+The distributions are NamedTuples of arrays, so they are pytrees that can be built inside jit,
 batched over any leading dimensions, and rebuilt from network outputs at learning time.
 """
 
@@ -46,6 +46,53 @@ class Categorical(NamedTuple):
 
     def to_env(self, a: chex.Array) -> chex.Array:
         """The env takes the sampled index unchanged."""
+        return a
+
+
+# Logit of the padding entries of MultiCategorical: finite, so that exp(logit) * logit is 0
+# in the entropy (with -inf it would be nan), and far below any real logit.
+_PAD_LOGIT = -1e9
+
+
+class MultiCategorical(NamedTuple):
+    """Independent categoricals, one per action component (gymnasium's MultiDiscrete):
+    `logits [..., k, m]`, component i's n_i <= m choices first and the rest `_PAD_LOGIT`.
+
+    An action is `[..., k]` int32; its log-probability and entropy are the sums over the
+    components, as for a factorised policy in SB3 and CleanRL.
+    """
+
+    logits: chex.Array
+
+    @classmethod
+    def from_flat(cls, flat: chex.Array, nvec: tuple[int, ...]) -> MultiCategorical:
+        """From network outputs `[..., sum(nvec)]`, the components' logits one after another."""
+        m = max(nvec)
+        starts = [sum(nvec[:i]) for i in range(len(nvec))]
+        index = jnp.asarray(
+            [[s + min(j, n - 1) for j in range(m)] for s, n in zip(starts, nvec, strict=True)]
+        )
+        valid = jnp.asarray([[j < n for j in range(m)] for n in nvec])
+        return cls(jnp.where(valid, flat[..., index], _PAD_LOGIT))
+
+    def sample(self, key: chex.PRNGKey) -> chex.Array:
+        """Samples int32 actions `[..., k]`."""
+        return jax.random.categorical(key, self.logits).astype(jnp.int32)
+
+    def log_prob(self, a: chex.Array) -> chex.Array:
+        """Log-probability `[...]` of int actions `a [..., k]`."""
+        return jnp.sum(Categorical(self.logits).log_prob(a), axis=-1)
+
+    def entropy(self) -> chex.Array:
+        """Exact entropy `[...]`."""
+        return jnp.sum(Categorical(self.logits).entropy(), axis=-1)
+
+    def mode(self) -> chex.Array:
+        """Most likely action, int32 `[..., k]`."""
+        return Categorical(self.logits).mode()
+
+    def to_env(self, a: chex.Array) -> chex.Array:
+        """The env takes the sampled indices unchanged."""
         return a
 
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import rlax
 
 from agents.actor_critic import ActorCriticAgent
-from agents.distributions import Categorical
+from agents.distributions import TanhGaussian
 from agents.networks import Carry
 
 
@@ -159,7 +159,7 @@ def vtrace_loss(
     `targets` come from `vtrace_targets` on the same trajectory (possibly under earlier
     parameters); the policy gradient weighs their `q_advantages` by the clipped importance
     weight of `params`' policy. `key` feeds the sampled entropy estimate of a TanhGaussian
-    policy (unused for Categorical). The rho metrics compare `params`' policy with the
+    policy (unused for the categorical ones). The rho metrics compare `params`' policy with the
     behaviour policy.
     """
     out = agent.unroll(
@@ -170,7 +170,7 @@ def vtrace_loss(
     chex.assert_equal_shape([log_prob, traj.behaviour_log_prob, targets.vs, targets.q_advantages])
     ratio = jnp.exp(log_prob - traj.behaviour_log_prob)
     rhos = jax.lax.stop_gradient(ratio)
-    entropy = jnp.mean(dist.entropy() if isinstance(dist, Categorical) else dist.entropy(key))
+    entropy = jnp.mean(dist.entropy(key) if isinstance(dist, TanhGaussian) else dist.entropy())
     # PPO's ratio does the importance weighting itself; IMPALA's term weighs by clipped rho.
     pg_weight = 1.0 if cfg.ppo_clip > 0 else jnp.minimum(cfg.clip_pg_rho, rhos)
     advantages = pg_weight * targets.q_advantages

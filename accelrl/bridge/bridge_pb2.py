@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61\x63\x63\x65lrl/bridge/bridge.proto\x12\x0e\x61\x63\x63\x65lrl.bridge\"4\n\x06Tensor\x12\r\n\x05\x64type\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\xc4\x01\n\tHandshake\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06\x65nv_id\x18\x02 \x01(\t\x12\x19\n\x11observation_dtype\x18\x03 \x01(\t\x12\x19\n\x11observation_shape\x18\x04 \x03(\x03\x12\x13\n\x0bnum_actions\x18\x05 \x01(\x05\x12\x12\n\naction_low\x18\x06 \x03(\x02\x12\x13\n\x0b\x61\x63tion_high\x18\x07 \x03(\x02\x12\x10\n\x08num_envs\x18\x08 \x01(\x05\x12\x12\n\nactor_name\x18\t \x01(\t\"\xf7\x01\n\x05Steps\x12\x0f\n\x07\x65nv_ids\x18\x01 \x03(\x05\x12+\n\x0bobservation\x18\x02 \x01(\x0b\x32\x16.accelrl.bridge.Tensor\x12&\n\x06reward\x18\x03 \x01(\x0b\x32\x16.accelrl.bridge.Tensor\x12*\n\nterminated\x18\x04 \x01(\x0b\x32\x16.accelrl.bridge.Tensor\x12)\n\ttruncated\x18\x05 \x01(\x0b\x32\x16.accelrl.bridge.Tensor\x12\x31\n\x11\x66inal_observation\x18\x06 \x01(\x0b\x32\x16.accelrl.bridge.Tensor\"n\n\x0c\x41\x63torMessage\x12.\n\thandshake\x18\x01 \x01(\x0b\x32\x19.accelrl.bridge.HandshakeH\x00\x12&\n\x05steps\x18\x02 \x01(\x0b\x32\x15.accelrl.bridge.StepsH\x00\x42\x06\n\x04kind\"L\n\x0eHandshakeReply\x12\x0f\n\x07\x65nv_ids\x18\x01 \x03(\x05\x12\x19\n\x11max_message_bytes\x18\x02 \x01(\x03\x12\x0e\n\x06run_id\x18\x03 \x01(\t\"W\n\x07\x41\x63tions\x12&\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x16.accelrl.bridge.Tensor\x12\x16\n\x0epolicy_version\x18\x02 \x01(\x03\x12\x0c\n\x04\x64one\x18\x03 \x01(\x08\"~\n\rServerMessage\x12\x39\n\x0fhandshake_reply\x18\x01 \x01(\x0b\x32\x1e.accelrl.bridge.HandshakeReplyH\x00\x12*\n\x07\x61\x63tions\x18\x02 \x01(\x0b\x32\x17.accelrl.bridge.ActionsH\x00\x42\x06\n\x04kind2U\n\x0b\x41\x63torBridge\x12\x46\n\x03\x41\x63t\x12\x1c.accelrl.bridge.ActorMessage\x1a\x1d.accelrl.bridge.ServerMessage(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61\x63\x63\x65lrl/bridge/bridge.proto\x12\x0e\x61\x63\x63\x65lrl.bridge\"4\n\x06Tensor\x12\r\n\x05\x64type\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\xd9\x01\n\tHandshake\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06\x65nv_id\x18\x02 \x01(\t\x12\x19\n\x11observation_dtype\x18\x03 \x01(\t\x12\x19\n\x11observation_shape\x18\x04 \x03(\x03\x12\x13\n\x0bnum_actions\x18\x05 \x01(\x05\x12\x12\n\naction_low\x18\x06 \x03(\x02\x12\x13\n\x0b\x61\x63tion_high\x18\x07 \x03(\x02\x12\x10\n\x08num_envs\x18\x08 \x01(\x05\x12\x12\n\nactor_name\x18\t \x01(\t\x12\x13\n\x0b\x61\x63tion_nvec\x18\n \x03(\x05\"\xf7\x01\n\x05Steps\x12\x0f\n\x07\x65nv_ids\x18\x01 \x03(\x05\x12+\n\x0bobservation\x18\x02 \x01(\x0b\x32\x16.accelrl.bridge.Tensor\x12&\n\x06reward\x18\x03 \x01(\x0b\x32\x16.accelrl.bridge.Tensor\x12*\n\nterminated\x18\x04 \x01(\x0b\x32\x16.accelrl.bridge.Tensor\x12)\n\ttruncated\x18\x05 \x01(\x0b\x32\x16.accelrl.bridge.Tensor\x12\x31\n\x11\x66inal_observation\x18\x06 \x01(\x0b\x32\x16.accelrl.bridge.Tensor\"n\n\x0c\x41\x63torMessage\x12.\n\thandshake\x18\x01 \x01(\x0b\x32\x19.accelrl.bridge.HandshakeH\x00\x12&\n\x05steps\x18\x02 \x01(\x0b\x32\x15.accelrl.bridge.StepsH\x00\x42\x06\n\x04kind\"L\n\x0eHandshakeReply\x12\x0f\n\x07\x65nv_ids\x18\x01 \x03(\x05\x12\x19\n\x11max_message_bytes\x18\x02 \x01(\x03\x12\x0e\n\x06run_id\x18\x03 \x01(\t\"W\n\x07\x41\x63tions\x12&\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x16.accelrl.bridge.Tensor\x12\x16\n\x0epolicy_version\x18\x02 \x01(\x03\x12\x0c\n\x04\x64one\x18\x03 \x01(\x08\"~\n\rServerMessage\x12\x39\n\x0fhandshake_reply\x18\x01 \x01(\x0b\x32\x1e.accelrl.bridge.HandshakeReplyH\x00\x12*\n\x07\x61\x63tions\x18\x02 \x01(\x0b\x32\x17.accelrl.bridge.ActionsH\x00\x42\x06\n\x04kind2U\n\x0b\x41\x63torBridge\x12\x46\n\x03\x41\x63t\x12\x1c.accelrl.bridge.ActorMessage\x1a\x1d.accelrl.bridge.ServerMessage(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,17 +34,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TENSOR']._serialized_start=47
   _globals['_TENSOR']._serialized_end=99
   _globals['_HANDSHAKE']._serialized_start=102
-  _globals['_HANDSHAKE']._serialized_end=298
-  _globals['_STEPS']._serialized_start=301
-  _globals['_STEPS']._serialized_end=548
-  _globals['_ACTORMESSAGE']._serialized_start=550
-  _globals['_ACTORMESSAGE']._serialized_end=660
-  _globals['_HANDSHAKEREPLY']._serialized_start=662
-  _globals['_HANDSHAKEREPLY']._serialized_end=738
-  _globals['_ACTIONS']._serialized_start=740
-  _globals['_ACTIONS']._serialized_end=827
-  _globals['_SERVERMESSAGE']._serialized_start=829
-  _globals['_SERVERMESSAGE']._serialized_end=955
-  _globals['_ACTORBRIDGE']._serialized_start=957
-  _globals['_ACTORBRIDGE']._serialized_end=1042
+  _globals['_HANDSHAKE']._serialized_end=319
+  _globals['_STEPS']._serialized_start=322
+  _globals['_STEPS']._serialized_end=569
+  _globals['_ACTORMESSAGE']._serialized_start=571
+  _globals['_ACTORMESSAGE']._serialized_end=681
+  _globals['_HANDSHAKEREPLY']._serialized_start=683
+  _globals['_HANDSHAKEREPLY']._serialized_end=759
+  _globals['_ACTIONS']._serialized_start=761
+  _globals['_ACTIONS']._serialized_end=848
+  _globals['_SERVERMESSAGE']._serialized_start=850
+  _globals['_SERVERMESSAGE']._serialized_end=976
+  _globals['_ACTORBRIDGE']._serialized_start=978
+  _globals['_ACTORBRIDGE']._serialized_end=1063
 # @@protoc_insertion_point(module_scope)

@@ -50,8 +50,9 @@ class ProtocolError(ValueError):
 class EnvSpec:
     """What one environment step looks like, as declared in the handshake.
 
-    `num_actions > 0` means discrete actions 0..n-1; otherwise a continuous box
-    `[action_low, action_high]`.
+    `num_actions > 0` means discrete actions 0..n-1; a non-empty `action_nvec` an integer
+    vector whose component i is in 0..action_nvec[i]-1 (gymnasium's MultiDiscrete); otherwise
+    a continuous box `[action_low, action_high]`.
     """
 
     observation_shape: tuple[int, ...]
@@ -59,10 +60,17 @@ class EnvSpec:
     num_actions: int = 0
     action_low: tuple[float, ...] = ()
     action_high: tuple[float, ...] = ()
+    action_nvec: tuple[int, ...] = ()
 
     @property
     def discrete(self) -> bool:
+        """One integer action (num_actions > 0)."""
         return self.num_actions > 0
+
+    @property
+    def integer_actions(self) -> bool:
+        """Actions are integers: one (discrete) or a vector of them (action_nvec)."""
+        return self.discrete or bool(self.action_nvec)
 
     @cached_property
     def observation_bytes(self) -> int:
@@ -73,22 +81,25 @@ class EnvSpec:
 
     @property
     def action_shape(self) -> tuple[int, ...]:
-        return () if self.discrete else (len(self.action_low),)
+        if self.discrete:
+            return ()
+        return (len(self.action_nvec or self.action_low),)
 
     @property
     def action_dtype(self) -> str:
-        return "int32" if self.discrete else "float32"
+        return "int32" if self.integer_actions else "float32"
 
     def max_steps_message_bytes(self, num_envs: int) -> int:
         """Upper bound on a valid Steps message for `num_envs` envs (obs + final obs + small)."""
         return 2 * num_envs * self.observation_bytes + 64 * num_envs + 4096
 
     def describe(self) -> str:
-        actions = (
-            f"{self.num_actions} discrete actions"
-            if self.discrete
-            else f"box actions low={list(self.action_low)} high={list(self.action_high)}"
-        )
+        if self.discrete:
+            actions = f"{self.num_actions} discrete actions"
+        elif self.action_nvec:
+            actions = f"multi-discrete actions nvec={list(self.action_nvec)}"
+        else:
+            actions = f"box actions low={list(self.action_low)} high={list(self.action_high)}"
         return f"observation {self.observation_dtype}{list(self.observation_shape)}, {actions}"
 
 
@@ -173,11 +184,19 @@ def spec_from_handshake(handshake: pb.Handshake) -> EnvSpec:
     if any(d <= 0 for d in shape) or len(shape) > 6:
         raise ProtocolError(f"invalid observation shape {list(shape)}")
     low, high = tuple(handshake.action_low), tuple(handshake.action_high)
+    nvec = tuple(int(n) for n in handshake.action_nvec)
     if handshake.num_actions < 0:
         raise ProtocolError(f"num_actions {handshake.num_actions} is negative")
-    if handshake.num_actions == 0 and (not low or len(low) != len(high)):
+    kinds = (handshake.num_actions > 0) + bool(nvec) + bool(low or high)
+    if kinds != 1:
+        raise ProtocolError(
+            "declare one action space: num_actions > 0, action_nvec, or action_low/high"
+        )
+    if nvec and (min(nvec) < 1 or len(nvec) > 64):
+        raise ProtocolError(f"action_nvec {list(nvec)}: 1 to 64 entries, each >= 1")
+    if (low or high) and len(low) != len(high):
         raise ProtocolError("a continuous action space needs action_low/high of equal length")
-    return EnvSpec(shape, handshake.observation_dtype, handshake.num_actions, low, high)
+    return EnvSpec(shape, handshake.observation_dtype, handshake.num_actions, low, high, nvec)
 
 
 def handshake_message(
@@ -195,6 +214,7 @@ def handshake_message(
             action_high=spec.action_high,
             num_envs=num_envs,
             actor_name=actor_name,
+            action_nvec=spec.action_nvec,
         )
     )
 

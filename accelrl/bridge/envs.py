@@ -9,12 +9,15 @@ Ids are `family:name`:
 - `grf:<scenario>`: Google Research Football (`grf:academy_empty_goal_close`), see `make grf`.
 - `trivial:<obs_size>`: a do-nothing env for measuring pure bridge overhead.
 
-Spaces: the bridge carries Box observations and Discrete or bounded Box actions. Other
-observation spaces of gymnasium envs are flattened by gymnasium's `FlattenObservation`, as
-Stable-Baselines3 preprocesses them: Discrete one-hot, MultiDiscrete one-hot per part,
-MultiBinary as is, Tuple and Dict the concatenation of their flattened parts. A
-`Discrete(n, start=s)` action space is offered as 0..n-1 and shifted by s on the way in. Any
-other action space (MultiDiscrete, Tuple...) is refused with `UnsupportedEnv`.
+Spaces: the bridge carries Box observations and Discrete, MultiDiscrete or bounded Box
+actions. Other observation spaces of gymnasium envs are flattened by gymnasium's
+`FlattenObservation`, as Stable-Baselines3 preprocesses them: Discrete one-hot, MultiDiscrete
+one-hot per part, MultiBinary as is, Tuple and Dict the concatenation of their flattened
+parts. A `Discrete(n, start=s)` action space is offered as 0..n-1 and shifted by s on the way
+in; a MultiDiscrete one as its flattened nvec with each component from 0 (shifted by its start
+and reshaped on the way in), and MultiBinary(n) as MultiDiscrete of n twos (SB3 and CleanRL
+treat both as independent categoricals). Any other action space (Tuple, Dict, an unbounded Box...)
+is refused with `UnsupportedEnv`.
 
 Atari preprocessing (where each step happens): on the ACTOR, ALE runs with `frameskip=1` and
 the `repeat_action_probability` given (sticky actions; 0.25 is v5's default, 0 the classic
@@ -148,11 +151,14 @@ def _bridgeable(env: Any, env_id: str) -> Any:
         env = gymnasium.wrappers.TransformAction(
             env, lambda a: start + a, spaces.Discrete(actions.n)
         )
+    elif isinstance(actions, spaces.MultiDiscrete | spaces.MultiBinary):
+        env = _as_flat_multi_discrete(env, actions)
     elif not isinstance(actions, spaces.Discrete | spaces.Box) or (
         isinstance(actions, spaces.Box) and (len(actions.shape) != 1 or not actions.is_bounded())
     ):
         raise UnsupportedEnv(
-            f"{env_id}: action space {actions} is not supported (Discrete, or a bounded 1-D Box)"
+            f"{env_id}: action space {actions} is not supported (Discrete, MultiDiscrete, "
+            "MultiBinary, or a bounded 1-D Box)"
         )
     if not isinstance(env.observation_space, spaces.Box):
         space = env.observation_space
@@ -165,6 +171,22 @@ def _bridgeable(env: Any, env_id: str) -> Any:
     return env
 
 
+def _as_flat_multi_discrete(env: Any, actions: Any) -> Any:
+    """`env` taking flat MultiDiscrete actions from 0 for its MultiDiscrete or MultiBinary
+    `actions`: each component shifted by its start and the vector reshaped on the way in."""
+    import gymnasium
+    from gymnasium import spaces
+
+    if isinstance(actions, spaces.MultiBinary):
+        nvec, start, dtype = np.full(actions.shape, 2), np.zeros(actions.shape, np.int64), np.int8
+    else:
+        nvec, start, dtype = actions.nvec, getattr(actions, "start", 0), actions.dtype
+    shape, start = nvec.shape, np.broadcast_to(start, nvec.shape).ravel()
+    flat = spaces.MultiDiscrete(nvec.ravel())
+    to_env = lambda a: (start + np.asarray(a)).reshape(shape).astype(dtype)  # noqa: E731
+    return gymnasium.wrappers.TransformAction(env, to_env, flat)
+
+
 def env_spec(env: Any) -> EnvSpec:
     """The EnvSpec of one env step, from a gymnasium-API env's spaces."""
     if isinstance(env, TrivialEnv):
@@ -174,6 +196,8 @@ def env_spec(env: Any) -> EnvSpec:
     dtype = np.dtype(obs_space.dtype).name
     if dtype == "float64":
         dtype = "float32"  # sent as float32 (the agent computes in float32 anyway)
+    if hasattr(act_space, "nvec"):
+        return EnvSpec(shape, dtype, action_nvec=tuple(int(n) for n in act_space.nvec))
     if hasattr(act_space, "n"):
         return EnvSpec(shape, dtype, num_actions=int(act_space.n))
     low = tuple(float(v) for v in np.ravel(act_space.low))

@@ -16,10 +16,11 @@ def server_spec(config: TrainConfig) -> EnvSpec:
     b = config.bridge
     if b.observation_shape:
         return declared_spec(config)
-    if b.observation_dtype or b.num_actions or b.action_low or b.action_high:
+    if b.observation_dtype or b.num_actions or b.action_nvec or b.action_low or b.action_high:
         raise ConfigError(
-            "bridge.observation_dtype, num_actions and action_low/high are read only with "
-            "bridge.observation_shape (a spec declared for an env the server cannot build)"
+            "bridge.observation_dtype, num_actions, action_nvec and action_low/high are read "
+            "only with bridge.observation_shape (a spec declared for an env the server cannot "
+            "build)"
         )
     from accelrl.bridge.envs import UnsupportedEnv, env_spec, make_env
 
@@ -44,11 +45,15 @@ def declared_spec(config: TrainConfig) -> EnvSpec:
         raise ConfigError(
             f"bridge.observation_dtype {dtype!r} is not one of {', '.join(ALLOWED_DTYPES)}"
         )
-    if (b.num_actions > 0) == bool(low or high) or b.num_actions < 0:
+    nvec = tuple(int(n) for n in b.action_nvec)
+    if (b.num_actions > 0) + bool(nvec) + bool(low or high) != 1 or b.num_actions < 0:
         raise ConfigError(
-            "with bridge.observation_shape, declare the actions: bridge.num_actions > 0 "
-            "(discrete) or bridge.action_low and action_high (a box), not both"
+            "with bridge.observation_shape, declare the actions: one of bridge.num_actions > 0 "
+            "(discrete), bridge.action_nvec (multi-discrete), or bridge.action_low and "
+            "action_high (a box), not two of them"
         )
+    if nvec and min(nvec) < 1:
+        raise ConfigError(f"bridge.action_nvec {list(nvec)} needs every entry >= 1")
     if low or high:
         bounded = len(low) == len(high) and all(
             math.isfinite(lo) and math.isfinite(hi) and lo < hi
@@ -59,7 +64,7 @@ def declared_spec(config: TrainConfig) -> EnvSpec:
                 f"bridge.action_low {list(low)} and action_high {list(high)} must have equal "
                 "lengths and finite bounds with low < high"
             )
-    return EnvSpec(shape, dtype, b.num_actions, low, high)
+    return EnvSpec(shape, dtype, b.num_actions, low, high, nvec)
 
 
 def check_config(config: TrainConfig) -> None:

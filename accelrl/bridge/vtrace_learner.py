@@ -19,7 +19,14 @@ from accelrl.bridge.codec import EnvSpec
 from accelrl.config import TrainConfig
 from accelrl.fused import actor_critic, vtrace_config
 from accelrl.train import TrainingDiverged
-from agents import ActorCriticAgent, BoundedActions, DiscreteActions, Trajectory, make_optimizer
+from agents import (
+    ActorCriticAgent,
+    BoundedActions,
+    DiscreteActions,
+    MultiDiscreteActions,
+    Trajectory,
+    make_optimizer,
+)
 from agents.learner import VTraceLearner
 
 
@@ -44,11 +51,12 @@ def agent_observation_shape(spec: EnvSpec, frame_stack: int) -> tuple[int, ...]:
 
 
 def make_bridge_agent(config: TrainConfig, spec: EnvSpec) -> ActorCriticAgent:
-    actions = (
-        DiscreteActions(spec.num_actions)
-        if spec.discrete
-        else BoundedActions(spec.action_low, spec.action_high)
-    )
+    if spec.discrete:
+        actions = DiscreteActions(spec.num_actions)
+    elif spec.action_nvec:
+        actions = MultiDiscreteActions(spec.action_nvec)
+    else:
+        actions = BoundedActions(spec.action_low, spec.action_high)
     return actor_critic(config, agent_observation_shape(spec, config.bridge.frame_stack), actions)
 
 
@@ -117,9 +125,7 @@ class VTraceBridgeLearner:
         """Compile the update before serving."""
         t, b = self.config.agent.unroll_length, self.rows_per_step
         shape, dtype = self.agent.obs_shape, self.spec.observation_dtype
-        action = np.zeros(
-            (t, b, *self.spec.action_shape), np.int32 if self.spec.discrete else np.float32
-        )
+        action = np.zeros((t, b, *self.spec.action_shape), self.spec.action_dtype)
         dummy = Trajectory(
             observation=np.zeros((t, b, *shape), dtype),
             next_observation=np.zeros((t, b, *shape), dtype),

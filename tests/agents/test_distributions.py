@@ -6,7 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.distributions import Categorical, TanhGaussian
+from agents import ActorCriticAgent, MultiDiscreteActions
+from agents.distributions import Categorical, MultiCategorical, TanhGaussian
 
 LOGITS = np.array([[0.5, -1.0, 2.0, 0.0], [3.0, 3.0, -2.0, 1.0]], np.float32)
 
@@ -30,6 +31,47 @@ def test_categorical_sample_frequencies():
     assert a.dtype == jnp.int32 and a.shape == (n,)
     p = np.exp(LOGITS[0]) / np.exp(LOGITS[0]).sum()
     np.testing.assert_allclose(np.bincount(np.asarray(a), minlength=4) / n, p, atol=0.01)
+
+
+NVEC = (3, 1, 4)
+
+
+def test_multi_categorical_sums_its_components_and_never_picks_padding():
+    """Components laid out one after another in the flat logits: log-probability and entropy
+    are the sums of each component's own categorical's (numpy), and the padding of the
+    shorter components is never sampled nor the mode."""
+    flat = np.array([[0.5, -1.0, 2.0, 7.0, 3.0, 3.0, -2.0, 1.0]], np.float32)
+    dist = MultiCategorical.from_flat(jnp.asarray(flat), NVEC)
+    parts = [flat[0, :3], flat[0, 3:4], flat[0, 4:]]
+    probs = [np.exp(x) / np.exp(x).sum() for x in parts]
+    action = np.array([[2, 0, 1]])
+    expected = sum(np.log(p[a]) for p, a in zip(probs, action[0], strict=True))
+    np.testing.assert_allclose(dist.log_prob(action), [expected], rtol=1e-5)
+    entropy = sum(-(p * np.log(p)).sum() for p in probs)
+    np.testing.assert_allclose(dist.entropy(), [entropy], rtol=1e-5)
+    np.testing.assert_array_equal(dist.mode(), [[2, 0, 0]])
+    n = 20_000
+    samples = np.asarray(
+        MultiCategorical(jnp.broadcast_to(dist.logits, (n, 3, 4))).sample(jax.random.key(0))
+    )
+    assert samples.dtype == np.int32 and samples.shape == (n, 3)
+    for i, (size, p) in enumerate(zip(NVEC, probs, strict=True)):
+        counts = np.bincount(samples[:, i], minlength=4)
+        assert counts[size:].sum() == 0, (i, counts)
+        np.testing.assert_allclose(counts[:size] / n, p, atol=0.015)
+
+
+def test_actor_critic_acts_and_scores_multi_discrete_actions():
+    agent = ActorCriticAgent((5,), MultiDiscreteActions(NVEC))
+    params = agent.init(jax.random.key(1))
+    obs, first = jnp.ones((6, 5)), jnp.ones(6, bool)
+    _, out = agent.act(params, agent.initial_carry(6), obs, first, jax.random.key(2))
+    assert out.action.shape == (6, 3) and out.action.dtype == jnp.int32
+    assert np.all((np.asarray(out.action) >= 0) & (np.asarray(out.action) < np.array(NVEC)))
+    np.testing.assert_array_equal(out.env_action, out.action)
+    unrolled = agent.unroll(params, (), obs[None], obs[None], first[None])
+    log_prob = agent.distribution(unrolled.dist_params).log_prob(out.action[None])
+    np.testing.assert_allclose(log_prob[0], out.log_prob, rtol=1e-5)
 
 
 LOW = np.array([-1.0, 0.5], np.float32)

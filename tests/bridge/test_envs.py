@@ -73,10 +73,28 @@ def test_dict_observations_and_discrete_actions_with_a_start(spaces_env_id):
         assert env.unwrapped.last_action == expected
 
 
+def test_multi_discrete_and_multi_binary_actions_travel_as_a_flat_vector_from_0(spaces_env_id):
+    """The actor sends 0..n-1 per component: shifted by the space's start and reshaped to its
+    nvec's shape on the way in; MultiBinary is MultiDiscrete of twos."""
+    nvec = np.array([[2, 3], [4, 5]])
+    space = spaces.MultiDiscrete(nvec, start=np.array([[1, -1], [0, 10]]))
+    env = make_env(spaces_env_id(spaces.Box(-1, 1, (3,)), space))
+    assert env_spec(env).action_nvec == (2, 3, 4, 5)
+    env.reset(seed=0)
+    env.step(np.array([1, 2, 3, 0], np.int32))
+    np.testing.assert_array_equal(env.unwrapped.last_action, [[2, 1], [3, 10]])
+    binary = make_env(spaces_env_id(spaces.Box(-1, 1, (3,)), spaces.MultiBinary(3)))
+    assert env_spec(binary).action_nvec == (2, 2, 2)
+    binary.reset(seed=0)
+    binary.step(np.array([1, 0, 1], np.int32))  # the env asserts that it is in its space
+    np.testing.assert_array_equal(binary.unwrapped.last_action, [1, 0, 1])
+    assert env_spec(binary).describe().endswith("multi-discrete actions nvec=[2, 2, 2]")
+
+
 @pytest.mark.parametrize(
     "action_space, fragment",
     [
-        (spaces.MultiDiscrete([2, 3]), "MultiDiscrete"),
+        (spaces.Tuple((spaces.Discrete(2), spaces.Discrete(3))), "Tuple"),
         (spaces.Box(-np.inf, np.inf, (2,)), "bounded 1-D Box"),
         (spaces.Box(-1, 1, (2, 2)), "bounded 1-D Box"),
     ],

@@ -11,6 +11,7 @@ import pytest
 from bridge_helpers import Stream, run_cli, serve
 
 from accelrl.bridge import bridge_pb2 as pb
+from accelrl.bridge.r2d2_learner import R2D2BridgeLearner
 from accelrl.bridge.run_setup import server_spec
 from accelrl.config import ConfigError, apply_overrides, save_config
 from configs import load_preset
@@ -121,7 +122,7 @@ def test_foreign_actor_with_declared_continuous_spec(tmp_path):
         (["bridge.observation_shape=[3]"], "declare the actions"),
         (
             ["bridge.observation_shape=[3]", "bridge.num_actions=2", "bridge.action_low=[0]"],
-            "not both",
+            "not two of them",
         ),
         (
             ["bridge.observation_shape=[3]", "bridge.action_low=[1]", "bridge.action_high=[0]"],
@@ -142,6 +143,25 @@ def test_bad_declared_spec_is_a_config_error(overrides, fragment):
     config = apply_overrides(load_preset("cartpole_vtrace_bridge"), overrides)
     with pytest.raises(ConfigError, match=fragment):
         server_spec(config)
+
+
+def test_declared_multi_discrete_spec():
+    config = apply_overrides(
+        load_preset("cartpole_vtrace_bridge"),
+        ["bridge.observation_shape=[7]", "bridge.action_nvec=[3,4]"],
+    )
+    spec = server_spec(config)
+    assert spec.action_nvec == (3, 4) and spec.action_shape == (2,) and not spec.discrete
+    for overrides, fragment in [
+        (["bridge.action_nvec=[3,0]"], "every entry >= 1"),
+        (["bridge.action_nvec=[3]", "bridge.num_actions=3"], "not two of them"),
+    ]:
+        bad = apply_overrides(config, overrides)
+        with pytest.raises(ConfigError, match=fragment):
+            server_spec(bad)
+    # R2D2's Q-network picks one of n actions: a vector action is refused, naming the space
+    with pytest.raises(ConfigError, match="one discrete action per step.*nvec=\\[3, 4\\]"):
+        R2D2BridgeLearner(load_preset("cartpole_r2d2_bridge"), spec)
 
 
 def test_declared_discrete_spec():

@@ -138,6 +138,16 @@ def test_handshake_spec_roundtrip():
     assert spec_from_handshake(handshake_message(spec, "x", 8).handshake) == spec
     box = EnvSpec((3,), "float32", 0, (-2.0,), (2.0,))
     assert spec_from_handshake(handshake_message(box, "x", 8).handshake) == box
+    multi = EnvSpec((7,), "float32", action_nvec=(3, 4))
+    assert spec_from_handshake(handshake_message(multi, "x", 8).handshake) == multi
+    assert multi.action_shape == (2,) and multi.action_dtype == "int32"
+    for bad, fragment in [
+        (EnvSpec((7,), "float32", 2, action_nvec=(3, 4)), "declare one action space"),
+        (EnvSpec((7,), "float32"), "declare one action space"),
+        (EnvSpec((7,), "float32", action_nvec=(3, 0)), "each >= 1"),
+    ]:
+        with pytest.raises(ProtocolError, match=fragment):
+            spec_from_handshake(handshake_message(bad, "x", 8).handshake)
 
 
 def test_server_frame_stack():
