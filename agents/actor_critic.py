@@ -120,8 +120,8 @@ class ActorCriticAgent:
 
     def init(self, key: chex.PRNGKey) -> Any:
         """Initial params pytree."""
-        obs = jnp.zeros((1, *self.obs_shape), jnp.float32)
-        is_first = jnp.ones((1,), bool)
+        obs = jnp.zeros((1, 1, *self.obs_shape), jnp.float32)
+        is_first = jnp.ones((1, 1), bool)
         return self.network.init(key, self.initial_carry(1), obs, is_first)
 
     def initial_carry(self, batch_size: int) -> Carry:
@@ -150,7 +150,8 @@ class ActorCriticAgent:
     ) -> tuple[Carry, ActOutput]:
         """One step for a batch: samples (or takes the mode when `deterministic`)."""
         chex.assert_shape(obs, (None, *self.obs_shape))
-        carry, (dist_params, value) = self.network.apply(params, carry, obs, is_first)
+        carry, outputs, _ = self.network.apply(params, carry, obs[None], is_first[None])
+        dist_params, value = jax.tree.map(lambda x: x[0], outputs)
         dist = self.distribution(dist_params)
         action = dist.mode() if deterministic else dist.sample(key)
         out = ActOutput(action, dist.to_env(action), dist.log_prob(action), value)
@@ -166,32 +167,24 @@ class ActorCriticAgent:
     ) -> UnrollOutput:
         """Network outputs over `[T, B]` time-major inputs, starting from `carry0`.
 
-        With an LSTM this scans over time and, at each t, takes one extra core step on
-        next_observation[t] whose carry is discarded. Without one, the time steps are
-        independent and each observation set goes through the network as one `[T*B]` batch.
-        `next_values` are bootstrap targets and carry no gradient (so no backward pass is
-        spent on them).
+        V(next_observation[t]) comes from the carry after step t: with an LSTM, one more core
+        step from each of those carries, all `T * B` at once after the scan, whose carry is
+        discarded. `next_values` are bootstrap targets and carry no gradient (so no backward
+        pass is spent on them).
         """
         chex.assert_shape(observation, (None, None, *self.obs_shape))
         chex.assert_equal_shape([observation, next_observation])
         chex.assert_shape(is_first, observation.shape[:2])
-
-        if self.lstm_size is None:
-            t, b = is_first.shape
-            flat = lambda x: x.reshape(t * b, *self.obs_shape)
-            first = jnp.zeros(t * b, bool)
-            _, (dist_params, values) = self.network.apply(params, (), flat(observation), first)
-            _, (_, next_values) = self.network.apply(params, (), flat(next_observation), first)
-            dist_params = jax.tree.map(lambda x: x.reshape(t, b, -1), dist_params)
-            next_values = jax.lax.stop_gradient(next_values)
-            return UnrollOutput(dist_params, values.reshape(t, b), next_values.reshape(t, b))
-
-        def step(carry: Carry, xs: tuple) -> tuple[Carry, tuple]:
-            obs, next_obs, first = xs
-            carry, (dist_params, value) = self.network.apply(params, carry, obs, first)
-            not_first = jnp.zeros_like(first)
-            _, (_, next_value) = self.network.apply(params, carry, next_obs, not_first)
-            return carry, (dist_params, value, jax.lax.stop_gradient(next_value))
-
-        _, outs = jax.lax.scan(step, carry0, (observation, next_observation, is_first))
-        return UnrollOutput(*outs)
+        t, b = is_first.shape
+        _, (dist_params, values), carries = self.network.apply(
+            params, carry0, observation, is_first
+        )
+        # the T * B next observations as one time step, each after its own carry
+        flat = lambda x: x.reshape(1, t * b, *x.shape[2:])
+        carries = jax.tree.map(lambda c: c.reshape(t * b, -1), carries)
+        not_first = jnp.zeros((1, t * b), bool)
+        _, (_, next_values), _ = self.network.apply(
+            params, carries, flat(next_observation), not_first
+        )
+        next_values = jax.lax.stop_gradient(next_values.reshape(t, b))
+        return UnrollOutput(dist_params, values, next_values)

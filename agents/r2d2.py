@@ -32,20 +32,15 @@ import optax
 import rlax
 from jax.flatten_util import ravel_pytree
 
-from agents.networks import MLP, _dense
+from agents.networks import MLP, _dense, lstm_over_time
 from agents.torsos import Torso, is_mlp, torso_features
 
 Carry = Any  # the flax LSTM (c, h) tuple of [B, lstm_size]
 
 
 class R2D2Network(nn.Module):
-    """Q-values over `[T, B]` inputs; the carry is zeroed where `is_first`.
-
-    Only the LSTM runs step by step: the torso, the previous action and reward and the heads
-    are applied to all `T * B` steps at once, outside the recurrence (as SEED's BatchApply),
-    so a convolutional torso runs as one batched convolution instead of T small ones (an
-    Atari update 25% faster on the CPU). One step (acting) is T = 1.
-    """
+    """Q-values over `[T, B]` inputs; the carry is zeroed where `is_first`. Only the LSTM
+    runs step by step (`lstm_over_time`); one step (acting) is T = 1."""
 
     num_actions: int
     torso_sizes: Sequence[int] = (512,)
@@ -82,14 +77,8 @@ class R2D2Network(nn.Module):
             one_hot = jax.nn.one_hot(prev_action, self.num_actions, dtype=jnp.float32) * keep
             reward = prev_reward.astype(jnp.float32)[..., None] * keep
             x = jnp.concatenate([x, one_hot, reward], axis=-1)
-            scan = nn.scan(
-                _reset_and_step,
-                variable_broadcast="params",
-                split_rngs={"params": False},
-            )
-            final, (x, carries) = scan(
-                nn.OptimizedLSTMCell(self.lstm_size, name="lstm"), carry, (x, is_first)
-            )
+            cell = nn.OptimizedLSTMCell(self.lstm_size, name="lstm")
+            final, x, carries = lstm_over_time(cell, carry, x, is_first)
         else:
             # no memory: the carry only passes through, zeroed from each episode's start on
             alive = jnp.cumprod(jnp.logical_not(is_first), axis=0)[..., None]
@@ -102,16 +91,6 @@ class R2D2Network(nn.Module):
         advantage = _dense(self.num_actions, 1.0, name="advantage")(nn.relu(advantage))
         q = value + advantage - advantage.mean(axis=-1, keepdims=True)
         return final, q, carries
-
-
-def _reset_and_step(
-    cell: nn.OptimizedLSTMCell, carry: Carry, inputs: tuple[chex.Array, chex.Array]
-) -> tuple[Carry, tuple[chex.Array, Carry]]:
-    """One LSTM step of the scan: the carry zeroed where an episode starts, then the cell."""
-    x, is_first = inputs
-    carry = jax.tree.map(lambda c: jnp.where(is_first[:, None], jnp.zeros_like(c), c), carry)
-    carry, h = cell(carry, x)
-    return carry, (h, carry)
 
 
 @dataclasses.dataclass(frozen=True)

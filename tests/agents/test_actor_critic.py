@@ -75,7 +75,10 @@ def test_act_shapes_and_bounds(kind, lstm):
     first = jnp.ones(B, bool)
     mode = jax.jit(
         lambda p, o: agent.distribution(
-            agent.network.apply(p, agent.initial_carry(B), o, first)[1][0]
+            jax.tree.map(
+                lambda x: x[0],  # the one time step
+                agent.network.apply(p, agent.initial_carry(B), o[None], first[None])[1][0],
+            )
         ).mode()
     )
     np.testing.assert_array_equal(det.action, mode(params, obs))
@@ -84,7 +87,7 @@ def test_act_shapes_and_bounds(kind, lstm):
 def test_network_layout_and_init():
     net = ActorCritic(action_dim=2, discrete=False, hidden_sizes=(8,))
     init = lambda net: jax.jit(net.init)(
-        jax.random.key(0), (), jnp.zeros((1, 4)), jnp.ones(1, bool)
+        jax.random.key(0), (), jnp.zeros((1, 1, 4)), jnp.ones((1, 1), bool)
     )["params"]
     params = init(net)
     assert set(params) == {"actor_torso", "critic_torso", "policy_head", "value_head", "log_scale"}

@@ -50,14 +50,14 @@ def test_actor_critic_conv_forward_and_grad():
     assert out.action.shape == (4,) and out.value.shape == (4,)
 
     def loss(p):
-        _, (logits, value) = agent.network.apply(p, (), obs, first)
+        _, (logits, value), _ = agent.network.apply(p, (), obs[None], first[None])
         return jnp.mean(value**2) + jnp.mean(jax.nn.logsumexp(logits, axis=-1))
 
     grads = jax.jit(jax.grad(loss))(params)
     assert _finite_nonzero(grads["params"]["torso"])
 
     # uint8 frames are scaled to [0, 1] inside: they give what the scaled float32 frames give
-    apply = jax.jit(lambda o: agent.network.apply(params, (), o, first)[1][1])
+    apply = jax.jit(lambda o: agent.network.apply(params, (), o[None], first[None])[1][1])
     scaled = obs.astype(jnp.float32) / 255.0
     np.testing.assert_allclose(apply(obs), apply(scaled), rtol=1e-5, atol=1e-6)
     assert not np.allclose(apply(obs), apply(255.0 * scaled))
@@ -113,7 +113,8 @@ def test_own_module_torso_in_both_agents():
             if agent is r2d2:
                 _, q = agent.step(p, agent.initial_carry(4), obs, zeros.astype(int), zeros, first)
                 return jnp.mean(q**2)
-            _, (logits, value) = agent.network.apply(p, agent.initial_carry(4), obs, first)
+            carry = agent.initial_carry(4)
+            _, (logits, value), _ = agent.network.apply(p, carry, obs[None], first[None])
             return jnp.mean(value**2) + jnp.mean(jax.nn.logsumexp(logits, axis=-1))
 
         assert _finite_nonzero(jax.grad(loss)(params)["params"]["torso"])
