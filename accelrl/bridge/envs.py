@@ -16,8 +16,9 @@ one-hot per part, MultiBinary as is, Tuple and Dict the concatenation of their f
 parts. A `Discrete(n, start=s)` action space is offered as 0..n-1 and shifted by s on the way
 in; a MultiDiscrete one as its flattened nvec with each component from 0 (shifted by its start
 and reshaped on the way in), and MultiBinary(n) as MultiDiscrete of n twos (SB3 and CleanRL
-treat both as independent categoricals). Any other action space (Tuple, Dict, an unbounded Box...)
-is refused with `UnsupportedEnv`.
+treat both as independent categoricals). A bounded Box of any shape travels flattened and is
+reshaped on the way in. Any other action space (Tuple, Dict, an unbounded Box...) is refused
+with `UnsupportedEnv`.
 
 Atari preprocessing (where each step happens): on the ACTOR, ALE runs with `frameskip=1` and
 the `repeat_action_probability` given (sticky actions; 0.25 is v5's default, 0 the classic
@@ -153,12 +154,17 @@ def _bridgeable(env: Any, env_id: str) -> Any:
         )
     elif isinstance(actions, spaces.MultiDiscrete | spaces.MultiBinary):
         env = _as_flat_multi_discrete(env, actions)
-    elif not isinstance(actions, spaces.Discrete | spaces.Box) or (
-        isinstance(actions, spaces.Box) and (len(actions.shape) != 1 or not actions.is_bounded())
+    elif isinstance(actions, spaces.Box) and actions.is_bounded() and len(actions.shape) != 1:
+        shape, dtype = actions.shape, actions.dtype
+        flat = spaces.Box(actions.low.ravel(), actions.high.ravel(), dtype=actions.dtype)
+        to_env = lambda a: np.asarray(a, dtype).reshape(shape)  # noqa: E731
+        env = gymnasium.wrappers.TransformAction(env, to_env, flat)
+    elif not isinstance(actions, spaces.Discrete) and not (
+        isinstance(actions, spaces.Box) and actions.is_bounded()
     ):
         raise UnsupportedEnv(
             f"{env_id}: action space {actions} is not supported (Discrete, MultiDiscrete, "
-            "MultiBinary, or a bounded 1-D Box)"
+            "MultiBinary, or a bounded Box)"
         )
     if not isinstance(env.observation_space, spaces.Box):
         space = env.observation_space

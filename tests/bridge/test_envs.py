@@ -91,12 +91,21 @@ def test_multi_discrete_and_multi_binary_actions_travel_as_a_flat_vector_from_0(
     assert env_spec(binary).describe().endswith("multi-discrete actions nvec=[2, 2, 2]")
 
 
+def test_a_box_action_of_any_shape_travels_flat(spaces_env_id):
+    space = spaces.Box(np.array([[-1, 0], [2, 3]]), np.array([[1, 1], [4, 5]]), dtype=np.float32)
+    env = make_env(spaces_env_id(spaces.Box(-1, 1, (3,)), space))
+    spec = env_spec(env)
+    assert spec.action_low == (-1, 0, 2, 3) and spec.action_high == (1, 1, 4, 5)
+    env.reset(seed=0)
+    env.step(np.array([0.5, 0.25, 3.0, 4.5], np.float32))  # the env asserts its space
+    np.testing.assert_array_equal(env.unwrapped.last_action, [[0.5, 0.25], [3.0, 4.5]])
+
+
 @pytest.mark.parametrize(
     "action_space, fragment",
     [
         (spaces.Tuple((spaces.Discrete(2), spaces.Discrete(3))), "Tuple"),
-        (spaces.Box(-np.inf, np.inf, (2,)), "bounded 1-D Box"),
-        (spaces.Box(-1, 1, (2, 2)), "bounded 1-D Box"),
+        (spaces.Box(-np.inf, np.inf, (2,)), "bounded Box"),
     ],
 )
 def test_unsupported_action_spaces_are_refused_by_name(spaces_env_id, action_space, fragment):
