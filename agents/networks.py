@@ -1,4 +1,5 @@
-"""Actor-critic network: MLP or convolutional torso, optional LSTM core, policy and value heads."""
+"""Actor-critic network: MLP or convolutional torso, optional LSTM core, policy and value heads;
+and `lstm_over_time`, the recurrence both agents scan."""
 
 from __future__ import annotations
 
@@ -70,8 +71,9 @@ class MLP(nn.Module):
 class ActorCritic(nn.Module):
     """Policy and value over time-major `[T, B]` observations (one step, acting, is T = 1).
 
-    Distribution parameters are the logits `[B, n]` when `discrete`, else the pair
-    `(loc [B, d], log_scale [B, d])` of a TanhGaussian, with a state-independent `log_scale`
+    Distribution parameters are the logits `[T, B, n]` when `discrete` (n summed over the
+    components of a multi-discrete action), else the pair `(loc [T, B, d], log_scale
+    [T, B, d])` of a TanhGaussian, with a state-independent `log_scale`
     parameter initialised to 0 (as in PPO). Without an LSTM and with `separate_value_torso`,
     actor and critic have their own MLPs (as in PureJaxRL); otherwise they share the torso
     (and the LSTM core, which follows it). Any other `torso` (a convolutional one or the
