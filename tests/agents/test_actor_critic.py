@@ -12,6 +12,7 @@ from agents import (
     ActorCriticAgent,
     BoundedActions,
     DiscreteActions,
+    MultiDiscreteActions,
     Trajectory,
     VTraceConfig,
     VTraceReturns,
@@ -25,6 +26,7 @@ T, B = 6, 4
 ACTIONS = {
     "discrete": DiscreteActions(5),
     "bounded": BoundedActions(low=(-1.0, 0.0, -3.0), high=(1.0, 2.0, 3.0)),
+    "multi": MultiDiscreteActions((3, 1, 4)),  # gymnasium's MultiDiscrete: a categorical each
 }
 
 
@@ -59,6 +61,10 @@ def test_act_shapes_and_bounds(kind, lstm):
     assert out.log_prob.dtype == jnp.float32 and out.value.dtype == jnp.float32
     if kind == "discrete":
         assert out.action.shape == (B,) and out.action.dtype == jnp.int32
+        np.testing.assert_array_equal(out.env_action, out.action)
+    elif kind == "multi":
+        assert out.action.shape == (B, 3) and out.action.dtype == jnp.int32
+        assert np.all((out.action >= 0) & (out.action < np.array(ACTIONS[kind].nvec)))
         np.testing.assert_array_equal(out.env_action, out.action)
     else:
         assert out.action.shape == (B, 3) and out.env_action.shape == (B, 3)

@@ -6,7 +6,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents import ActorCriticAgent, MultiDiscreteActions
 from agents.distributions import Categorical, MultiCategorical, TanhGaussian
 
 LOGITS = np.array([[0.5, -1.0, 2.0, 0.0], [3.0, 3.0, -2.0, 1.0]], np.float32)
@@ -59,19 +58,6 @@ def test_multi_categorical_sums_its_components_and_never_picks_padding():
         counts = np.bincount(samples[:, i], minlength=4)
         assert counts[size:].sum() == 0, (i, counts)
         np.testing.assert_allclose(counts[:size] / n, p, atol=0.015)
-
-
-def test_actor_critic_acts_and_scores_multi_discrete_actions():
-    agent = ActorCriticAgent((5,), MultiDiscreteActions(NVEC))
-    params = agent.init(jax.random.key(1))
-    obs, first = jnp.ones((6, 5)), jnp.ones(6, bool)
-    _, out = agent.act(params, agent.initial_carry(6), obs, first, jax.random.key(2))
-    assert out.action.shape == (6, 3) and out.action.dtype == jnp.int32
-    assert np.all((np.asarray(out.action) >= 0) & (np.asarray(out.action) < np.array(NVEC)))
-    np.testing.assert_array_equal(out.env_action, out.action)
-    unrolled = agent.unroll(params, (), obs[None], obs[None], first[None])
-    log_prob = agent.distribution(unrolled.dist_params).log_prob(out.action[None])
-    np.testing.assert_allclose(log_prob[0], out.log_prob, rtol=1e-5)
 
 
 LOW = np.array([-1.0, 0.5], np.float32)
