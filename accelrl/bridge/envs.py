@@ -157,7 +157,7 @@ def _bridgeable(env: Any, env_id: str) -> Any:
     elif isinstance(actions, spaces.Box) and actions.is_bounded() and len(actions.shape) != 1:
         shape, dtype = actions.shape, actions.dtype
         flat = spaces.Box(actions.low.ravel(), actions.high.ravel(), dtype=actions.dtype)
-        to_env = lambda a: np.asarray(a, dtype).reshape(shape)  # noqa: E731
+        to_env = lambda a: np.asarray(a, dtype).reshape(shape)
         env = gymnasium.wrappers.TransformAction(env, to_env, flat)
     elif not isinstance(actions, spaces.Discrete) and not (
         isinstance(actions, spaces.Box) and actions.is_bounded()
@@ -189,7 +189,7 @@ def _as_flat_multi_discrete(env: Any, actions: Any) -> Any:
         nvec, start, dtype = actions.nvec, getattr(actions, "start", 0), actions.dtype
     shape, start = nvec.shape, np.broadcast_to(start, nvec.shape).ravel()
     flat = spaces.MultiDiscrete(nvec.ravel())
-    to_env = lambda a: (start + np.asarray(a)).reshape(shape).astype(dtype)  # noqa: E731
+    to_env = lambda a: (start + np.asarray(a)).reshape(shape).astype(dtype)
     return gymnasium.wrappers.TransformAction(env, to_env, flat)
 
 
