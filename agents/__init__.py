@@ -7,9 +7,10 @@ from agents.actor_critic import (
     BoundedActions,
     DiscreteActions,
     MultiDiscreteActions,
+    UnboundedActions,
     UnrollOutput,
 )
-from agents.distributions import Categorical, MultiCategorical, TanhGaussian
+from agents.distributions import Categorical, ClippedGaussian, MultiCategorical, TanhGaussian
 from agents.networks import ActorCritic
 from agents.optim import make_optimizer
 from agents.vtrace import (
@@ -29,12 +30,14 @@ __all__ = [
     "ActorCriticAgent",
     "BoundedActions",
     "Categorical",
+    "ClippedGaussian",
     "DiscreteActions",
     "LossMetrics",
     "MultiCategorical",
     "MultiDiscreteActions",
     "TanhGaussian",
     "Trajectory",
+    "UnboundedActions",
     "UnrollOutput",
     "VTraceConfig",
     "VTraceReturns",

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.distributions import Categorical, MultiCategorical, TanhGaussian
+from agents.distributions import Categorical, ClippedGaussian, MultiCategorical, TanhGaussian
 from agents.networks import ActorCritic, Carry
 from agents.torsos import Torso
 
@@ -65,7 +65,28 @@ class BoundedActions:
         object.__setattr__(self, "high", high)
 
 
-Actions = DiscreteActions | MultiDiscreteActions | BoundedActions
+@dataclasses.dataclass(frozen=True)
+class UnboundedActions:
+    """Continuous actions in a box with at least one infinite bound (low < high), e.g.
+    gymnasium's Box(-inf, inf): a Gaussian policy, its samples clipped to the finite bounds."""
+
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        low = tuple(float(v) for v in np.ravel(self.low))
+        high = tuple(float(v) for v in np.ravel(self.high))
+        if len(low) != len(high) or not low:
+            raise ValueError(f"low and high must be non-empty and of equal size: {low}, {high}")
+        if not all(a < b for a, b in zip(low, high, strict=True)):
+            raise ValueError(f"bounds must have low < high: {low}, {high}")
+        if all(math.isfinite(v) for v in low + high):
+            raise ValueError(f"every bound is finite (use BoundedActions): {low}, {high}")
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+
+
+Actions = DiscreteActions | MultiDiscreteActions | BoundedActions | UnboundedActions
 """An agent's action space."""
 
 
@@ -101,7 +122,7 @@ class ActorCriticAgent:
     def __post_init__(self) -> None:
         object.__setattr__(self, "obs_shape", tuple(int(d) for d in self.obs_shape))
         object.__setattr__(self, "hidden_sizes", tuple(int(h) for h in self.hidden_sizes))
-        discrete = not isinstance(self.actions, BoundedActions)
+        discrete = isinstance(self.actions, DiscreteActions | MultiDiscreteActions)
         if isinstance(self.actions, DiscreteActions):
             action_dim = self.actions.num_actions
         elif isinstance(self.actions, MultiDiscreteActions):
@@ -128,7 +149,9 @@ class ActorCriticAgent:
         """Zero recurrent state for `batch_size` environments (`()` without an LSTM)."""
         return self.network.initial_carry(batch_size)
 
-    def distribution(self, dist_params: Any) -> Categorical | MultiCategorical | TanhGaussian:
+    def distribution(
+        self, dist_params: Any
+    ) -> Categorical | MultiCategorical | TanhGaussian | ClippedGaussian:
         """Policy distribution from network outputs of any leading shape."""
         if isinstance(self.actions, DiscreteActions):
             return Categorical(dist_params)
@@ -137,6 +160,8 @@ class ActorCriticAgent:
         loc, log_scale = dist_params
         low = jnp.asarray(self.actions.low, jnp.float32)
         high = jnp.asarray(self.actions.high, jnp.float32)
+        if isinstance(self.actions, UnboundedActions):
+            return ClippedGaussian(loc, log_scale, low, high)
         return TanhGaussian(loc, log_scale, low, high)
 
     def act(

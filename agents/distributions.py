@@ -153,3 +153,41 @@ class TanhGaussian(NamedTuple):
     def to_env(self, u: chex.Array) -> chex.Array:
         """Bounded action in `[low, high]` for raw `u`."""
         return self.low + 0.5 * (jnp.tanh(u) + 1.0) * (self.high - self.low)
+
+
+class ClippedGaussian(NamedTuple):
+    """Diagonal Gaussian over actions `[..., d]` of a box with an infinite bound: the env
+    takes the sample clipped to `[low, high]` (a no-op on infinite sides), as SB3's
+    DiagGaussian policy and CleanRL's ClipAction do; learning uses the unclipped sample.
+    `log_scale` is clipped to [LOG_SCALE_MIN, LOG_SCALE_MAX] as in TanhGaussian."""
+
+    loc: chex.Array
+    log_scale: chex.Array
+    low: chex.Array
+    high: chex.Array
+
+    @property
+    def _log_scale(self) -> chex.Array:
+        return jnp.clip(self.log_scale, LOG_SCALE_MIN, LOG_SCALE_MAX)
+
+    def sample(self, key: chex.PRNGKey) -> chex.Array:
+        """Reparameterised sample `[..., d]`."""
+        noise = jax.random.normal(key, jnp.shape(self.loc), jnp.float32)
+        return self.loc + jnp.exp(self._log_scale) * noise
+
+    def log_prob(self, a: chex.Array) -> chex.Array:
+        """Log-density `[...]` of the unclipped sample `a`."""
+        z = (a - self.loc) * jnp.exp(-self._log_scale)
+        return jnp.sum(-0.5 * jnp.square(z) - self._log_scale - _HALF_LOG_2PI, axis=-1)
+
+    def entropy(self) -> chex.Array:
+        """Exact entropy `[...]` of the Gaussian."""
+        return jnp.sum(self._log_scale + 0.5 + _HALF_LOG_2PI, axis=-1)
+
+    def mode(self) -> chex.Array:
+        """The mean `loc`."""
+        return self.loc
+
+    def to_env(self, a: chex.Array) -> chex.Array:
+        """`a` clipped to the box's finite bounds."""
+        return jnp.clip(a, self.low, self.high)

@@ -9,16 +9,17 @@ Ids are `family:name`:
 - `grf:<scenario>`: Google Research Football (`grf:academy_empty_goal_close`), see `make grf`.
 - `trivial:<obs_size>`: a do-nothing env for measuring pure bridge overhead.
 
-Spaces: the bridge carries Box observations and Discrete, MultiDiscrete or bounded Box
+Spaces: the bridge carries Box observations and Discrete, MultiDiscrete or Box
 actions. Other observation spaces of gymnasium envs are flattened by gymnasium's
 `FlattenObservation`, as Stable-Baselines3 preprocesses them: Discrete one-hot, MultiDiscrete
 one-hot per part, MultiBinary as is, Tuple and Dict the concatenation of their flattened
 parts. A `Discrete(n, start=s)` action space is offered as 0..n-1 and shifted by s on the way
 in; a MultiDiscrete one as its flattened nvec with each component from 0 (shifted by its start
 and reshaped on the way in), and MultiBinary(n) as MultiDiscrete of n twos (SB3 and CleanRL
-treat both as independent categoricals). A bounded Box of any shape travels flattened and is
-reshaped on the way in. Any other action space (Tuple, Dict, an unbounded Box...) is refused
-with `UnsupportedEnv`.
+treat both as independent categoricals). A Box of any shape travels flattened and is reshaped
+on the way in; one with an infinite bound gets a Gaussian policy whose samples are clipped to
+the finite bounds (SB3's DiagGaussian), a bounded one a tanh-squashed Gaussian. Any other action
+space (Tuple, Dict, Text...) is refused with `UnsupportedEnv`.
 
 Atari preprocessing (where each step happens): on the ACTOR, ALE runs with `frameskip=1` and
 the `repeat_action_probability` given (sticky actions; 0.25 is v5's default, 0 the classic
@@ -154,17 +155,15 @@ def _bridgeable(env: Any, env_id: str) -> Any:
         )
     elif isinstance(actions, spaces.MultiDiscrete | spaces.MultiBinary):
         env = _as_flat_multi_discrete(env, actions)
-    elif isinstance(actions, spaces.Box) and actions.is_bounded() and len(actions.shape) != 1:
+    elif isinstance(actions, spaces.Box) and len(actions.shape) != 1:
         shape, dtype = actions.shape, actions.dtype
         flat = spaces.Box(actions.low.ravel(), actions.high.ravel(), dtype=actions.dtype)
         to_env = lambda a: np.asarray(a, dtype).reshape(shape)
         env = gymnasium.wrappers.TransformAction(env, to_env, flat)
-    elif not isinstance(actions, spaces.Discrete) and not (
-        isinstance(actions, spaces.Box) and actions.is_bounded()
-    ):
+    elif not isinstance(actions, spaces.Discrete | spaces.Box):
         raise UnsupportedEnv(
             f"{env_id}: action space {actions} is not supported (Discrete, MultiDiscrete, "
-            "MultiBinary, or a bounded Box)"
+            "MultiBinary or Box)"
         )
     if not isinstance(env.observation_space, spaces.Box):
         space = env.observation_space

@@ -25,6 +25,7 @@ from agents import (
     DiscreteActions,
     MultiDiscreteActions,
     Trajectory,
+    UnboundedActions,
     make_optimizer,
 )
 from agents.learner import VTraceLearner
@@ -55,8 +56,10 @@ def make_bridge_agent(config: TrainConfig, spec: EnvSpec) -> ActorCriticAgent:
         actions = DiscreteActions(spec.num_actions)
     elif spec.action_nvec:
         actions = MultiDiscreteActions(spec.action_nvec)
-    else:
+    elif all(math.isfinite(v) for v in spec.action_low + spec.action_high):
         actions = BoundedActions(spec.action_low, spec.action_high)
+    else:
+        actions = UnboundedActions(spec.action_low, spec.action_high)
     return actor_critic(config, agent_observation_shape(spec, config.bridge.frame_stack), actions)
 
 

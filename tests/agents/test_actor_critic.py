@@ -14,6 +14,7 @@ from agents import (
     DiscreteActions,
     MultiDiscreteActions,
     Trajectory,
+    UnboundedActions,
     VTraceConfig,
     VTraceReturns,
     vtrace_loss,
@@ -27,6 +28,7 @@ ACTIONS = {
     "discrete": DiscreteActions(5),
     "bounded": BoundedActions(low=(-1.0, 0.0, -3.0), high=(1.0, 2.0, 3.0)),
     "multi": MultiDiscreteActions((3, 1, 4)),  # gymnasium's MultiDiscrete: a categorical each
+    "unbounded": UnboundedActions(low=(-np.inf, 0.0), high=(np.inf, np.inf)),
 }
 
 
@@ -67,7 +69,8 @@ def test_act_shapes_and_bounds(kind, lstm):
         assert np.all((out.action >= 0) & (out.action < np.array(ACTIONS[kind].nvec)))
         np.testing.assert_array_equal(out.env_action, out.action)
     else:
-        assert out.action.shape == (B, 3) and out.env_action.shape == (B, 3)
+        d = len(ACTIONS[kind].low)
+        assert out.action.shape == (B, d) and out.env_action.shape == (B, d)
         low, high = np.array(ACTIONS[kind].low), np.array(ACTIONS[kind].high)
         assert np.all(out.env_action >= low) and np.all(out.env_action <= high)
     _, det = act(

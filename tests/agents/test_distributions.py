@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.distributions import Categorical, MultiCategorical, TanhGaussian
+from agents.distributions import Categorical, ClippedGaussian, MultiCategorical, TanhGaussian
 
 LOGITS = np.array([[0.5, -1.0, 2.0, 0.0], [3.0, 3.0, -2.0, 1.0]], np.float32)
 
@@ -132,3 +132,22 @@ def test_tanh_gaussian_mode_and_shapes():
     u = dist.sample(jax.random.key(3))
     assert u.shape == (3, 4, 2) and dist.log_prob(u).shape == (3, 4)
     np.testing.assert_array_equal(dist.mode(), np.broadcast_to(LOC, (3, 4, 2)))
+
+
+def test_clipped_gaussian_density_entropy_and_clipping_against_numpy():
+    """The unclipped sample's Gaussian log-density and exact entropy; the env gets the sample
+    clipped to the finite bounds only."""
+    low, high = np.array([-np.inf, 0.0], np.float32), np.array([np.inf, np.inf], np.float32)
+    dist = ClippedGaussian(jnp.asarray(LOC), jnp.asarray(LOG_SCALE), low, high)
+    a = np.array([1.5, -2.0], np.float32)
+    scale = np.exp(LOG_SCALE)
+    expected = np.sum(-0.5 * ((a - LOC) / scale) ** 2 - np.log(scale * np.sqrt(2 * np.pi)))
+    np.testing.assert_allclose(dist.log_prob(a), expected, rtol=1e-5)
+    np.testing.assert_allclose(dist.entropy(), np.sum(0.5 + np.log(scale * np.sqrt(2 * np.pi))))
+    np.testing.assert_array_equal(dist.to_env(a), [1.5, 0.0])
+    n = 20_000
+    samples = ClippedGaussian(*(jnp.broadcast_to(x, (n, 2)) for x in dist)).sample(
+        jax.random.key(1)
+    )
+    np.testing.assert_allclose(samples.mean(0), LOC, atol=0.03)
+    np.testing.assert_allclose(samples.std(0), scale, rtol=0.03)

@@ -1,14 +1,18 @@
 """Which gymnasium spaces actors can carry: non-Box observations are flattened (as SB3 does),
-Discrete actions with a start are shifted, anything else is refused with a clear message."""
+Discrete actions with a start are shifted, MultiDiscrete, MultiBinary and Box actions of any
+shape travel flat, anything else is refused with a clear message."""
 
 import gymnasium
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from gymnasium import spaces
 
 from accelrl.bridge.envs import UnsupportedEnv, env_spec, make_env
 from accelrl.bridge.run_setup import server_spec
+from accelrl.bridge.vtrace_learner import make_bridge_agent
 from accelrl.config import ConfigError, apply_overrides
+from agents import ClippedGaussian, UnboundedActions
 from configs import load_preset
 
 
@@ -91,6 +95,22 @@ def test_multi_discrete_and_multi_binary_actions_travel_as_a_flat_vector_from_0(
     assert env_spec(binary).describe().endswith("multi-discrete actions nvec=[2, 2, 2]")
 
 
+def test_an_unbounded_box_action_gets_a_clipped_gaussian_policy(spaces_env_id):
+    """Box(-inf, inf) actions (and one-sided bounds) travel as they are; the V-trace agent's
+    policy is then a Gaussian whose samples the env gets clipped to the finite bounds."""
+    space = spaces.Box(np.array([-np.inf, 0.0]), np.array([np.inf, np.inf]), dtype=np.float32)
+    env_id = spaces_env_id(spaces.Box(-1, 1, (3,)), space)
+    spec = env_spec(make_env(env_id))
+    assert spec.action_low == (-np.inf, 0.0) and spec.action_high == (np.inf, np.inf)
+    config = apply_overrides(load_preset("cartpole_vtrace_bridge"), [f"bridge.env={env_id}"])
+    agent = make_bridge_agent(config, server_spec(config))
+    assert isinstance(agent.actions, UnboundedActions)
+    loc = jnp.array([[-5.0, -5.0], [5.0, 5.0]])
+    dist = agent.distribution((loc, jnp.zeros_like(loc)))
+    assert isinstance(dist, ClippedGaussian)
+    np.testing.assert_array_equal(dist.to_env(dist.mode()), [[-5.0, 0.0], [5.0, 5.0]])
+
+
 def test_a_box_action_of_any_shape_travels_flat(spaces_env_id):
     space = spaces.Box(np.array([[-1, 0], [2, 3]]), np.array([[1, 1], [4, 5]]), dtype=np.float32)
     env = make_env(spaces_env_id(spaces.Box(-1, 1, (3,)), space))
@@ -105,7 +125,7 @@ def test_a_box_action_of_any_shape_travels_flat(spaces_env_id):
     "action_space, fragment",
     [
         (spaces.Tuple((spaces.Discrete(2), spaces.Discrete(3))), "Tuple"),
-        (spaces.Box(-np.inf, np.inf, (2,)), "bounded Box"),
+        (spaces.Dict({"steer": spaces.Discrete(2)}), "Dict"),
     ],
 )
 def test_unsupported_action_spaces_are_refused_by_name(spaces_env_id, action_space, fragment):
