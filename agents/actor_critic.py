@@ -46,6 +46,19 @@ class MultiDiscreteActions:
         object.__setattr__(self, "nvec", nvec)
 
 
+def _box_bounds(actions: Any) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """`actions.low` and `.high` as float tuples, checked: non-empty, equal sizes, low < high."""
+    low = tuple(float(v) for v in np.ravel(actions.low))
+    high = tuple(float(v) for v in np.ravel(actions.high))
+    if len(low) != len(high) or not low:
+        raise ValueError(f"low and high must be non-empty and of equal size: {low}, {high}")
+    if not all(a < b for a, b in zip(low, high, strict=True)):
+        raise ValueError(f"bounds must have low < high: {low}, {high}")
+    object.__setattr__(actions, "low", low)
+    object.__setattr__(actions, "high", high)
+    return low, high
+
+
 @dataclasses.dataclass(frozen=True)
 class BoundedActions:
     """Continuous actions in the box `[low, high]` (finite, low < high); stored as float tuples."""
@@ -54,15 +67,9 @@ class BoundedActions:
     high: tuple[float, ...]
 
     def __post_init__(self) -> None:
-        low = tuple(float(v) for v in np.ravel(self.low))
-        high = tuple(float(v) for v in np.ravel(self.high))
-        if len(low) != len(high) or not low:
-            raise ValueError(f"low and high must be non-empty and of equal size: {low}, {high}")
-        pairs = zip(low, high, strict=True)
-        if not all(math.isfinite(a) and math.isfinite(b) and a < b for a, b in pairs):
+        low, high = _box_bounds(self)
+        if not all(math.isfinite(v) for v in low + high):
             raise ValueError(f"bounds must be finite with low < high: {low}, {high}")
-        object.__setattr__(self, "low", low)
-        object.__setattr__(self, "high", high)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,16 +81,9 @@ class UnboundedActions:
     high: tuple[float, ...]
 
     def __post_init__(self) -> None:
-        low = tuple(float(v) for v in np.ravel(self.low))
-        high = tuple(float(v) for v in np.ravel(self.high))
-        if len(low) != len(high) or not low:
-            raise ValueError(f"low and high must be non-empty and of equal size: {low}, {high}")
-        if not all(a < b for a, b in zip(low, high, strict=True)):
-            raise ValueError(f"bounds must have low < high: {low}, {high}")
+        low, high = _box_bounds(self)
         if all(math.isfinite(v) for v in low + high):
             raise ValueError(f"every bound is finite (use BoundedActions): {low}, {high}")
-        object.__setattr__(self, "low", low)
-        object.__setattr__(self, "high", high)
 
 
 Actions = DiscreteActions | MultiDiscreteActions | BoundedActions | UnboundedActions

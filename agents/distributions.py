@@ -101,14 +101,10 @@ def _log_one_minus_tanh_sq(u: chex.Array) -> chex.Array:
     return 2.0 * (math.log(2.0) - u - jax.nn.softplus(-2.0 * u))
 
 
-class TanhGaussian(NamedTuple):
-    """Diagonal Gaussian over raw actions `u`, squashed by tanh into the box `[low, high]`.
-
-    Learning works on the raw pre-squash sample `u` (stored in trajectories): its log-density is
-    exact and finite, whereas inverting tanh on a bounded action that saturated is not.
-    `to_env` maps `u` to the bounded action `low + (tanh(u) + 1) / 2 * (high - low)`.
-    `log_scale` is clipped to [LOG_SCALE_MIN, LOG_SCALE_MAX] so that the density stays finite.
-    """
+class _DiagonalGaussian(NamedTuple):
+    """Fields, scale clipping, sampling and mode of the two Gaussian policies below: `loc`
+    and `log_scale` `[..., d]`, the box `[low, high]`. `log_scale` is clipped to
+    [LOG_SCALE_MIN, LOG_SCALE_MAX] so that the density stays finite."""
 
     loc: chex.Array
     log_scale: chex.Array
@@ -119,22 +115,39 @@ class TanhGaussian(NamedTuple):
     def _log_scale(self) -> chex.Array:
         return jnp.clip(self.log_scale, LOG_SCALE_MIN, LOG_SCALE_MAX)
 
-    def _log_det_jacobian(self, u: chex.Array) -> chex.Array:
-        """log |d to_env(u) / du| summed over the action dimension."""
-        log_half_range = jnp.log(0.5 * (self.high - self.low))
-        return jnp.sum(_log_one_minus_tanh_sq(u) + log_half_range, axis=-1)
+    def _gaussian_log_prob(self, u: chex.Array) -> chex.Array:
+        z = (u - self.loc) * jnp.exp(-self._log_scale)
+        return jnp.sum(-0.5 * jnp.square(z) - self._log_scale - _HALF_LOG_2PI, axis=-1)
+
+    def _gaussian_entropy(self) -> chex.Array:
+        return jnp.sum(self._log_scale + 0.5 + _HALF_LOG_2PI, axis=-1)
 
     def sample(self, key: chex.PRNGKey) -> chex.Array:
         """Reparameterised raw sample `u [..., d]` (differentiable w.r.t. loc and log_scale)."""
         noise = jax.random.normal(key, jnp.shape(self.loc), jnp.float32)
         return self.loc + jnp.exp(self._log_scale) * noise
 
+    def mode(self) -> chex.Array:
+        """Raw mode `loc`; `to_env(mode())` is the deterministic action."""
+        return self.loc
+
+
+class TanhGaussian(_DiagonalGaussian):
+    """Diagonal Gaussian over raw actions `u`, squashed by tanh into the box `[low, high]`.
+
+    Learning works on the raw pre-squash sample `u` (stored in trajectories): its log-density is
+    exact and finite, whereas inverting tanh on a bounded action that saturated is not.
+    `to_env` maps `u` to the bounded action `low + (tanh(u) + 1) / 2 * (high - low)`.
+    """
+
+    def _log_det_jacobian(self, u: chex.Array) -> chex.Array:
+        """log |d to_env(u) / du| summed over the action dimension."""
+        log_half_range = jnp.log(0.5 * (self.high - self.low))
+        return jnp.sum(_log_one_minus_tanh_sq(u) + log_half_range, axis=-1)
+
     def log_prob(self, u: chex.Array) -> chex.Array:
         """Log-density `[...]` of the bounded action `to_env(u)`, given the raw sample `u`."""
-        log_scale = self._log_scale
-        z = (u - self.loc) * jnp.exp(-log_scale)
-        normal = jnp.sum(-0.5 * jnp.square(z) - log_scale - _HALF_LOG_2PI, axis=-1)
-        return normal - self._log_det_jacobian(u)
+        return self._gaussian_log_prob(u) - self._log_det_jacobian(u)
 
     def entropy(self, key: chex.PRNGKey) -> chex.Array:
         """Single-sample estimate `[...]` of the entropy of the bounded action.
@@ -143,50 +156,25 @@ class TanhGaussian(NamedTuple):
         is estimated at one reparameterised sample, so the estimate is unbiased and has a
         gradient (no closed form exists for the squashed distribution).
         """
-        gaussian = jnp.sum(self._log_scale + 0.5 + _HALF_LOG_2PI, axis=-1)
-        return gaussian + self._log_det_jacobian(self.sample(key))
-
-    def mode(self) -> chex.Array:
-        """Raw mode `loc`; `to_env(mode())` is the deterministic bounded action."""
-        return self.loc
+        return self._gaussian_entropy() + self._log_det_jacobian(self.sample(key))
 
     def to_env(self, u: chex.Array) -> chex.Array:
         """Bounded action in `[low, high]` for raw `u`."""
         return self.low + 0.5 * (jnp.tanh(u) + 1.0) * (self.high - self.low)
 
 
-class ClippedGaussian(NamedTuple):
+class ClippedGaussian(_DiagonalGaussian):
     """Diagonal Gaussian over actions `[..., d]` of a box with an infinite bound: the env
     takes the sample clipped to `[low, high]` (a no-op on infinite sides), as SB3's
-    DiagGaussian policy and CleanRL's ClipAction do; learning uses the unclipped sample.
-    `log_scale` is clipped to [LOG_SCALE_MIN, LOG_SCALE_MAX] as in TanhGaussian."""
-
-    loc: chex.Array
-    log_scale: chex.Array
-    low: chex.Array
-    high: chex.Array
-
-    @property
-    def _log_scale(self) -> chex.Array:
-        return jnp.clip(self.log_scale, LOG_SCALE_MIN, LOG_SCALE_MAX)
-
-    def sample(self, key: chex.PRNGKey) -> chex.Array:
-        """Reparameterised sample `[..., d]`."""
-        noise = jax.random.normal(key, jnp.shape(self.loc), jnp.float32)
-        return self.loc + jnp.exp(self._log_scale) * noise
+    DiagGaussian policy and CleanRL's ClipAction do; learning uses the unclipped sample."""
 
     def log_prob(self, a: chex.Array) -> chex.Array:
         """Log-density `[...]` of the unclipped sample `a`."""
-        z = (a - self.loc) * jnp.exp(-self._log_scale)
-        return jnp.sum(-0.5 * jnp.square(z) - self._log_scale - _HALF_LOG_2PI, axis=-1)
+        return self._gaussian_log_prob(a)
 
     def entropy(self) -> chex.Array:
         """Exact entropy `[...]` of the Gaussian."""
-        return jnp.sum(self._log_scale + 0.5 + _HALF_LOG_2PI, axis=-1)
-
-    def mode(self) -> chex.Array:
-        """The mean `loc`."""
-        return self.loc
+        return self._gaussian_entropy()
 
     def to_env(self, a: chex.Array) -> chex.Array:
         """`a` clipped to the box's finite bounds."""
