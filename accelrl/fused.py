@@ -30,6 +30,7 @@ from agents import (
     BoundedActions,
     DiscreteActions,
     Trajectory,
+    UnboundedActions,
     VTraceConfig,
     make_optimizer,
 )
@@ -82,8 +83,9 @@ def make_agent(config: TrainConfig, env: Environment) -> ActorCriticAgent:
     space = env.action_space
     if isinstance(space, Discrete):
         actions = DiscreteActions(space.num_values)
-    elif isinstance(space, Box) and space.bounded and len(space.shape) == 1:
-        actions = BoundedActions(tuple(space.low.tolist()), tuple(space.high.tolist()))
+    elif isinstance(space, Box) and len(space.shape) == 1:
+        bounds = tuple(space.low.tolist()), tuple(space.high.tolist())
+        actions = BoundedActions(*bounds) if space.bounded else UnboundedActions(*bounds)
     else:
         raise ConfigError(f"env {config.env.name!r}: unsupported action space {space}")
     return actor_critic(config, tuple(env.observation_space.shape), actions)
