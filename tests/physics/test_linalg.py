@@ -86,50 +86,52 @@ def _count(jaxpr: jex.core.Jaxpr, primitive: str) -> int:
     return n + sum(_count(sub, primitive) for sub in jex.core.subjaxprs(jaxpr))
 
 
-def test_ant_steps_alike_with_either_hessian_form():
-    """load_mjcf(hessian_form=...) reaches the constraint solver: Ant falling onto its feet
-    (contacts and joint limits active) steps to the same states with either form of J^T D J;
-    an unknown form is refused at load time."""
-    states, dots = {}, {}
-    for form in con.HESSIAN_FORMS:
-        sys_ = physics.load_mjcf(
-            gym_asset("ant"), max_contacts=8, newton_steps=4, hessian_form=form
+def test_ant_steps_alike_with_either_hessian_form_and_over_few_and_many_worlds():
+    """Ant falling onto its feet (contacts and joint limits active) steps to the same states
+    with either form of J^T D J (load_mjcf(hessian_form=...) reaches the constraint solver;
+    an unknown form is refused at load time), and with the Newton solve written out over many
+    worlds or the library's over few. One test, so that the reference program (the default
+    form over 8 worlds) compiles once."""
+    systems = {
+        form: dataclasses.replace(
+            physics.load_mjcf(gym_asset("ant"), max_contacts=8, newton_steps=4, hessian_form=form),
+            integrator="Euler",
         )
-        q = sys_.qpos0 + 0.1 * jax.random.normal(jax.random.PRNGKey(1), (4, sys_.nq))
-        state = jax.vmap(lambda q, s=sys_: physics.init(s, q=q))(q)
-        step = jax.vmap(lambda s, s_=sys_: physics.step(s_, s, jnp.zeros(s_.nu), 5))
-        dots[form] = _count(jax.make_jaxpr(step)(state).jaxpr, "dot_general")
-        step = jax.jit(step)
-        for _ in range(12):
-            state = step(state)
-        states[form] = state
+        for form in con.HESSIAN_FORMS
+    }
+    sys_ = systems["broadcast"]
+    many = linalg.CPU_UNROLL_MIN_BATCH
+    key_q, key_u = jax.random.split(jax.random.PRNGKey(0))
+    q = sys_.qpos0 + 0.1 * jax.random.normal(key_q, (many, sys_.nq))
+    lo, hi = sys_.actuator_ctrlrange[:, 0], sys_.actuator_ctrlrange[:, 1]
+    ctrl = jax.random.uniform(key_u, (many, sys_.nu), minval=lo, maxval=hi)
+
+    def stepper(s):
+        return jax.vmap(lambda state, u: physics.step(s, state, u, n_substeps=5))
+
+    dots = {
+        f: _count(jax.make_jaxpr(stepper(s))(*_few(s, q, ctrl)).jaxpr, "dot_general")
+        for f, s in systems.items()
+    }
     assert dots["matmul"] > dots["broadcast"], dots  # the form reached the solver
-    a, b = (states[form] for form in con.HESSIAN_FORMS)
-    assert np.abs(a.cfrc_ext).sum(axis=(1, 2)).min() > 0, "the worlds compared are not in contact"
-    np.testing.assert_allclose(a.q, b.q, atol=1e-5)
-    np.testing.assert_allclose(a.qd, b.qd, atol=1e-4)
+    few = {f: (jax.jit(stepper(s)), *_few(s, q, ctrl)) for f, s in systems.items()}
+    step_many = jax.jit(stepper(sys_))
+    states_many = jax.vmap(lambda q: physics.init(sys_, q=q))(q)
+    for _ in range(12):  # the ant falls onto its feet: contacts and joint limits are active
+        states_many = step_many(states_many, ctrl)
+        for f, (step, state, u) in few.items():
+            few[f] = (step, step(state, u), u)
+    reference = few["broadcast"][1]
+    for other in (few["matmul"][1], jax.tree.map(lambda x: x[:8], states_many)):
+        np.testing.assert_allclose(other.q, reference.q, atol=1e-5)
+        np.testing.assert_allclose(other.qd, reference.qd, atol=1e-4)
+    assert np.all(np.isfinite(states_many.qd))
+    in_contact = np.abs(reference.cfrc_ext).sum(axis=(1, 2)) > 0
+    assert in_contact.sum() >= 6, "the worlds compared are not in contact"
     with pytest.raises(ValueError, match="hessian_form must be one of"):
         physics.load_mjcf(gym_asset("ant"), hessian_form="dense")
 
 
-def test_ant_steps_alike_over_few_and_many_worlds():
-    """The constraint solver's Newton solve is written out over many worlds, the library's over
-    few: the same worlds step to the same states either way."""
-    sys_ = physics.load_mjcf(gym_asset("ant"), max_contacts=8, newton_steps=4)
-    sys_ = dataclasses.replace(sys_, integrator="Euler")
-    many = linalg.CPU_UNROLL_MIN_BATCH
-    key_q, key_u = jax.random.split(jax.random.PRNGKey(0))
-    q = sys_.qpos0 + 0.1 * jax.random.normal(key_q, (many, sys_.nq))
-    states = jax.vmap(lambda q: physics.init(sys_, q=q))(q)
-    lo, hi = sys_.actuator_ctrlrange[:, 0], sys_.actuator_ctrlrange[:, 1]
-    ctrl = jax.random.uniform(key_u, (many, sys_.nu), minval=lo, maxval=hi)
-    step = jax.jit(jax.vmap(lambda s, u: physics.step(sys_, s, u, n_substeps=5)))
-    for _ in range(12):  # the ant falls onto its feet: contacts and joint limits are active
-        states_many = step(states, ctrl)
-        states_few = step(jax.tree.map(lambda x: x[:8], states), ctrl[:8])
-        np.testing.assert_allclose(states_many.q[:8], states_few.q, atol=1e-5)
-        np.testing.assert_allclose(states_many.qd[:8], states_few.qd, atol=1e-4)
-        states = states_many
-    assert np.all(np.isfinite(states.qd))
-    in_contact = np.abs(states.cfrc_ext[:8]).sum(axis=(1, 2)) > 0
-    assert in_contact.sum() >= 6, "the worlds compared are not in contact"
+def _few(sys_: physics.System, q: jax.Array, ctrl: jax.Array) -> tuple:
+    """Initial states and controls of the first 8 worlds."""
+    return jax.vmap(lambda q: physics.init(sys_, q=q))(q[:8]), ctrl[:8]
