@@ -27,11 +27,10 @@ from accelrl.torsos import with_torso
 from agents import (
     Actions,
     ActorCriticAgent,
-    BoundedActions,
     DiscreteActions,
     Trajectory,
-    UnboundedActions,
     VTraceConfig,
+    box_actions,
     make_optimizer,
 )
 from agents.learner import UpdateMetrics, VTraceLearner
@@ -84,8 +83,7 @@ def make_agent(config: TrainConfig, env: Environment) -> ActorCriticAgent:
     if isinstance(space, Discrete):
         actions = DiscreteActions(space.num_values)
     elif isinstance(space, Box) and len(space.shape) == 1:
-        bounds = tuple(space.low.tolist()), tuple(space.high.tolist())
-        actions = BoundedActions(*bounds) if space.bounded else UnboundedActions(*bounds)
+        actions = box_actions(space.low, space.high)
     else:
         raise ConfigError(f"env {config.env.name!r}: unsupported action space {space}")
     return actor_critic(config, tuple(env.observation_space.shape), actions)

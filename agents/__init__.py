@@ -9,6 +9,7 @@ from agents.actor_critic import (
     MultiDiscreteActions,
     UnboundedActions,
     UnrollOutput,
+    box_actions,
 )
 from agents.distributions import Categorical, ClippedGaussian, MultiCategorical, TanhGaussian
 from agents.networks import ActorCritic
@@ -41,6 +42,7 @@ __all__ = [
     "UnrollOutput",
     "VTraceConfig",
     "VTraceReturns",
+    "box_actions",
     "make_optimizer",
     "vtrace_loss",
     "vtrace_returns",

@@ -90,6 +90,12 @@ Actions = DiscreteActions | MultiDiscreteActions | BoundedActions | UnboundedAct
 """An agent's action space."""
 
 
+def box_actions(low: Any, high: Any) -> BoundedActions | UnboundedActions:
+    """The actions of a box: bounded where every bound is finite, else unbounded."""
+    finite = bool(np.all(np.isfinite(low)) and np.all(np.isfinite(high)))
+    return BoundedActions(low, high) if finite else UnboundedActions(low, high)
+
+
 class ActOutput(NamedTuple):
     """One acting step for a batch of B environments."""
 
@@ -109,7 +115,8 @@ class UnrollOutput(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class ActorCriticAgent:
-    """Actor-critic with a Categorical or TanhGaussian policy and an optional LSTM core."""
+    """Actor-critic with a Categorical, MultiCategorical, TanhGaussian or ClippedGaussian
+    policy (by `actions`) and an optional LSTM core."""
 
     obs_shape: tuple[int, ...]
     actions: Actions

@@ -21,11 +21,10 @@ from accelrl.fused import actor_critic, vtrace_config
 from accelrl.train import TrainingDiverged
 from agents import (
     ActorCriticAgent,
-    BoundedActions,
     DiscreteActions,
     MultiDiscreteActions,
     Trajectory,
-    UnboundedActions,
+    box_actions,
     make_optimizer,
 )
 from agents.learner import VTraceLearner
@@ -56,10 +55,8 @@ def make_bridge_agent(config: TrainConfig, spec: EnvSpec) -> ActorCriticAgent:
         actions = DiscreteActions(spec.num_actions)
     elif spec.action_nvec:
         actions = MultiDiscreteActions(spec.action_nvec)
-    elif all(math.isfinite(v) for v in spec.action_low + spec.action_high):
-        actions = BoundedActions(spec.action_low, spec.action_high)
     else:
-        actions = UnboundedActions(spec.action_low, spec.action_high)
+        actions = box_actions(spec.action_low, spec.action_high)
     return actor_critic(config, agent_observation_shape(spec, config.bridge.frame_stack), actions)
 
 
