@@ -28,6 +28,7 @@ diagonal approximations, computed at qpos0 by the loader) give the regularizer o
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -332,7 +333,7 @@ def check_supported(sys: System) -> list[str]:
 # --------------------------------------------------------------------------- load-time constants
 
 
-@jax.jit
+@functools.partial(jax.jit, compiler_options=math.LOAD_TIME_COMPILE)
 def _at_qpos0(sys: System) -> tuple[kinematics.Kinematics, jax.Array, jax.Array]:
     """Kinematics, mass matrix and centre-of-mass Jacobians at qpos0, as one program: run
     eagerly, their few hundred operations were each compiled on their own (4-6 s per model)."""
