@@ -7,8 +7,6 @@ no Python loop over bodies, and each is one small matmul per world.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,7 +16,7 @@ from physics.kinematics import Kinematics
 from physics.system import DYN_MUSCLE, JNT_FREE, JNT_HINGE, JNT_SLIDE, System
 
 
-@functools.partial(math.jit_when_eager, compiler_options=math.LOAD_TIME_COMPILE)  # load time
+@math.jit_when_eager  # load-time callers (dampratio, eq_data, spring lengths)
 @math.full_precision
 def mass_matrix(sys: System, kin: Kinematics) -> jax.Array:
     """Joint-space inertia M [nv, nv] including the joints' and tendons' armature (MuJoCo's

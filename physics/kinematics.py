@@ -12,7 +12,6 @@ static loop over tree depth (not over bodies).
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
@@ -75,7 +74,7 @@ def _compose(pa: jax.Array, ra: jax.Array, pb: jax.Array, rb: jax.Array) -> tupl
     return pa + math.mat_vec(ra, pb), math.mat_mul(ra, rb)
 
 
-@functools.partial(math.jit_when_eager, compiler_options=math.LOAD_TIME_COMPILE)  # load time
+@math.jit_when_eager  # load-time callers (dampratio, eq_data, spring lengths)
 @math.full_precision
 def forward_kinematics(sys: System, q: jax.Array) -> Kinematics:
     """Body and geom frames, motion subspaces and spatial inertias at configuration ``q``."""

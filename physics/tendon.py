@@ -41,9 +41,7 @@ def transmission(
     return to_q, moment
 
 
-@functools.partial(
-    math.jit_when_eager, static_argnames="tendons", compiler_options=math.LOAD_TIME_COMPILE
-)  # load-time callers
+@functools.partial(math.jit_when_eager, static_argnames="tendons")  # load-time callers
 def lengths_and_jacobian(
     sys: System, kin: kinematics.Kinematics, q: jax.Array, tendons: tuple[TendonPath, ...]
 ) -> tuple[jax.Array, jax.Array]:
