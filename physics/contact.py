@@ -28,7 +28,6 @@ diagonal approximations, computed at qpos0 by the loader) give the regularizer o
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import NamedTuple
 
 import jax
@@ -333,13 +332,22 @@ def check_supported(sys: System) -> list[str]:
 # --------------------------------------------------------------------------- load-time constants
 
 
-@functools.partial(jax.jit, compiler_options=math.LOAD_TIME_COMPILE)
-def _at_qpos0(sys: System) -> tuple[kinematics.Kinematics, jax.Array, jax.Array]:
-    """Kinematics, mass matrix and centre-of-mass Jacobians at qpos0, as one program: run
-    eagerly, their few hundred operations were each compiled on their own (4-6 s per model)."""
+def _qpos0_terms(sys: System) -> tuple[kinematics.Kinematics, jax.Array, jax.Array]:
     kin = kinematics.forward_kinematics(sys, sys.qpos0)
     m = dynamics.mass_matrix(sys, kin)
     return kin, m, kinematics.point_jacobian(sys, kin, kin.xipos, np.arange(sys.nbody))
+
+
+_qpos0_quick = jax.jit(_qpos0_terms, compiler_options=math.LOAD_TIME_COMPILE)
+_qpos0_full = jax.jit(_qpos0_terms)
+
+
+def _at_qpos0(sys: System) -> tuple[kinematics.Kinematics, jax.Array, jax.Array]:
+    """Kinematics, mass matrix and centre-of-mass Jacobians at qpos0, as one program: run
+    eagerly, their few hundred operations were each compiled on their own (4-6 s per model).
+    Compiled at XLA's quickest setting on the CPU, where the options are measured; other
+    backends compile it as usual."""
+    return (_qpos0_quick if jax.default_backend() == "cpu" else _qpos0_full)(sys)
 
 
 SINGULAR_PIVOT = 1e-6
