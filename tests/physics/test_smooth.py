@@ -105,7 +105,7 @@ def test_depth_is_the_minimum_translation_and_mujocos(partner):
     dirs = jnp.asarray(dirs / np.linalg.norm(dirs, axis=1, keepdims=True), jnp.float32)
     sampled = np.asarray(jax.jit(jax.vmap(best_sampled, (0, 0, None)))(pos, mat, dirs))
     assert np.all(dist >= sampled - 1e-4), np.max(sampled - dist)
-    gap_at_ours = jax.vmap(lambda p, r, n: -smooth._gap(*_shapes(m, sys, p, r)[1], n))
+    gap_at_ours = jax.jit(jax.vmap(lambda p, r, n: -smooth._gap(*_shapes(m, sys, p, r)[1], n)))
     np.testing.assert_allclose(gap_at_ours(pos, mat, jnp.asarray(normal)), dist, atol=1e-6)
     their_dist, their_normal, their_pos = (np.array(x) for x in zip(*theirs, strict=True))
     close = (
