@@ -36,7 +36,17 @@ import numpy as np
 
 from physics import collision as col
 from physics import constraints as con
-from physics import dynamics, equality, hfield, kinematics, linalg, math, noslip, tendon
+from physics import (
+    dynamics,
+    equality,
+    hfield,
+    kinematics,
+    linalg,
+    math,
+    noslip,
+    tendon,
+    xla_cpu,
+)
 from physics.mesh import Hull
 from physics.system import (
     GEOM_HFIELD,
@@ -338,7 +348,7 @@ def _qpos0_terms(sys: System) -> tuple[kinematics.Kinematics, jax.Array, jax.Arr
     return kin, m, kinematics.point_jacobian(sys, kin, kin.xipos, np.arange(sys.nbody))
 
 
-_qpos0_quick = jax.jit(_qpos0_terms, compiler_options=math.LOAD_TIME_COMPILE)
+_qpos0_quick = jax.jit(_qpos0_terms, compiler_options=xla_cpu.LOAD_TIME_COMPILE)
 _qpos0_full = jax.jit(_qpos0_terms)
 
 

@@ -36,15 +36,6 @@ def full_precision(fn: F) -> F:
     return wrapped  # type: ignore[return-value]
 
 
-LOAD_TIME_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
-"""XLA:CPU ``compiler_options`` for the program run once per model load (the constants at
-qpos0, physics.contact): XLA's quickest compile. Measured on 2 cores, humanoid's compiles in
-0.22 s instead of 0.58 s (ant: 0.20 s, 0.46 s), within float32 rounding (5e-7) of the optimized
-program's results. Never for the step: level 0 miscompiles the constraint solver
-(physics/xla_cpu.py), which no load-time program contains. Top-level jits only: JAX refuses
-the options on a jit nested in another trace, as jit_when_eager's helpers can be."""
-
-
 def jit_when_eager(fn: F, **jit_kwargs) -> F:  # noqa: ANN003
     """``fn`` jitted (``jit_kwargs`` as for jax.jit) where no argument is a tracer, ``fn``
     itself inside a transformation.
