@@ -1,6 +1,7 @@
 """Shared test settings: CPU-only (unless the caller sets JAX_PLATFORMS, as benchmarks/gpu.sh
 does to run the physics tests on a GPU), one XLA compilation cache per test session, a
-bound on what a worker keeps compiled, and the `slow` learning tests scheduled first.
+bound on what a worker keeps compiled, fewer full garbage collections, and the `slow` learning
+tests scheduled first.
 
 The cache starts empty for every session (each test still compiles for real the first time);
 later identical programs reuse it: a training step rebuilt for resume or evaluation, and the
@@ -15,6 +16,13 @@ vm.max_map_count (65,530): LLVM's next mmap failed ("LLVM compilation error: Can
 memory") and the worker died with a segfault while unwinding that error. So after a test that
 leaves the process past half the limit, the compiled programs are dropped; the tests that
 follow reload theirs from the session cache.
+
+A worker's heap grows to 3-5 GB (compiled programs, traced jaxprs, MuJoCo models), and tracing
+makes millions of short-lived objects, so with CPython's default thresholds a worker ran 62-85
+full collections of about 0.5 s each through the suite: 35-38 s, of 42-46 s in all collections
+(measured with gc.callbacks, 2026-12-08). With the third threshold at 100 (default 10) it ran
+16-20 of them, 11-12 s, and the same peak memory; young generations are collected as before, and
+the mapping bound below still collects fully when it drops programs.
 
 Tests compile as users' programs do, with XLA's full optimization. XLA's backend level 0
 (JAX_DISABLE_MOST_OPTIMIZATIONS) would cut a physics test's compile by a third to a half, but
@@ -41,6 +49,8 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
 import jax  # noqa: E402
 
 import physics  # noqa: E402,F401  (its XLA:CPU flags must precede any computation)
+
+gc.set_threshold(*gc.get_threshold()[:2], 100)
 
 
 def _mapping_budget() -> int | None:
