@@ -70,7 +70,7 @@ def ant_step(
     # gymnasium's XML asks for RK4 (four forward evaluations a substep); the Ant env and the
     # MuJoCo and MJX sides here integrate with Euler
     sys_ = dataclasses.replace(sys_, integrator="Euler")
-    states = jax.vmap(lambda _: physics.init(sys_))(jnp.arange(batch))
+    states = jax.jit(jax.vmap(lambda _: physics.init(sys_)))(jnp.arange(batch))
     lo, hi = sys_.actuator_ctrlrange[:, 0], sys_.actuator_ctrlrange[:, 1]
     ctrl = jax.random.uniform(jax.random.PRNGKey(0), (batch, sys_.nu), minval=lo, maxval=hi)
     step = jax.jit(jax.vmap(lambda s, u: physics.step(sys_, s, u, n_substeps=N_SUBSTEPS)))

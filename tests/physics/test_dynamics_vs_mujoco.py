@@ -145,7 +145,7 @@ def test_ctrl_is_clipped_and_batched_step_matches_single():
     sys = physics.load_mjcf(gym_asset("ant"), max_contacts=8, newton_steps=4)  # as the Ant env
     step = jax.jit(jax.vmap(physics.step, in_axes=(None, 0, 0)))
     # Batch 512: XLA:CPU deadlocked on this call at this size before physics/xla_cpu.py.
-    states = jax.vmap(lambda _: physics.init(sys))(jnp.arange(512))
+    states = jax.jit(jax.vmap(lambda _: physics.init(sys)))(jnp.arange(512))
     ctrl = jnp.stack([jnp.full(8, 0.5), jnp.full(8, 1.0), jnp.full(8, 100.0)])
     out = step(sys, states, jnp.tile(ctrl, (171, 1))[:512])
     np.testing.assert_allclose(out.q[1], out.q[2], atol=1e-6)  # 100 clipped to 1
