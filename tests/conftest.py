@@ -9,7 +9,7 @@ thread pools in two processes on two shared cores spend their time handing work 
 pinned, the same tests ran measurably faster on the 2-core host (2026-12-08, interleaved runs):
 four physics files in 175 and 162 s against 203 and 193 s (user CPU 14% lower), the bridge
 tests in 146 s against 163 s, the train, envs, agents, render and benchmark tests in 328 s
-against about 339 s.
+against about 339 s; the whole suite in 1108 s against 1269 s an hour before.
 
 The cache starts empty for every session (each test still compiles for real the first time);
 later identical programs reuse it: a training step rebuilt for resume or evaluation, and the
