@@ -116,7 +116,7 @@ def test_ant_steps_alike_with_either_hessian_form_and_over_few_and_many_worlds()
     assert dots["matmul"] > dots["broadcast"], dots  # the form reached the solver
     few = {f: (jax.jit(stepper(s)), *_few(s, q, ctrl)) for f, s in systems.items()}
     step_many = jax.jit(stepper(sys_))
-    states_many = jax.jit(jax.vmap(lambda q: physics.init(sys_, q=q)))(q)
+    states_many = _init_batch(sys_, q)
     for _ in range(12):  # the ant falls onto its feet: contacts and joint limits are active
         states_many = step_many(states_many, ctrl)
         for f, (step, state, u) in few.items():
@@ -132,6 +132,10 @@ def test_ant_steps_alike_with_either_hessian_form_and_over_few_and_many_worlds()
         physics.load_mjcf(gym_asset("ant"), hessian_form="dense")
 
 
+_init_batch = jax.jit(jax.vmap(physics.init, in_axes=(None, 0)))
+"""Initial states of a batch of configurations, one compiled program per System and batch."""
+
+
 def _few(sys_: physics.System, q: jax.Array, ctrl: jax.Array) -> tuple:
     """Initial states and controls of the first 8 worlds."""
-    return jax.jit(jax.vmap(lambda q: physics.init(sys_, q=q)))(q[:8]), ctrl[:8]
+    return _init_batch(sys_, q[:8]), ctrl[:8]
