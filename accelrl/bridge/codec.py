@@ -135,19 +135,20 @@ def decode_tensor(
     The result is a read-only view of the message's bytes (no copy).
     """
     dims = tuple(tensor.shape)
-    if tensor.dtype != dtype or dims != shape:  # else both are the caller's valid ones
+    found = tensor.dtype  # each access of a field builds a new Python object: read once
+    if found != dtype or dims != shape:  # else both are the caller's valid ones
         _check_header(tensor, name, dtype, shape, dims)
-    little = _LITTLE[tensor.dtype]
+    little = _LITTLE[found]
     size = math.prod(dims) * little.itemsize
     if size > max_bytes:
         raise ProtocolError(f"{name}: {size} bytes exceed the limit of {max_bytes}")
-    data = tensor.data  # each access of a bytes field may copy it: read it once
+    data = tensor.data  # (a bytes field's access may also copy it)
     if len(data) != size:
         raise ProtocolError(
-            f"{name}: {len(data)} bytes of data for shape {list(dims)} {tensor.dtype} "
-            f"({size} expected)"
+            f"{name}: {len(data)} bytes of data for shape {list(dims)} {found} ({size} expected)"
         )
-    return np.frombuffer(data, dtype=little).reshape(dims)
+    array = np.frombuffer(data, dtype=little)
+    return array if len(dims) == 1 else array.reshape(dims)
 
 
 def _check_header(
@@ -272,6 +273,10 @@ def decode_steps(
     `usual` (optional): the ids the actor was given, in order. A message listing exactly these
     (every message of the actor in this repo) skips the per-id ownership and uniqueness checks,
     which they pass by construction, and shares that array as `env_ids`.
+
+    The server decodes every message of every actor, so the usual message (every tensor's
+    header as the spec says, no episode ended) takes a path of few numpy calls: each costs
+    about a microsecond whatever the size, more than the bytes of a small message.
     """
     n = len(steps.env_ids)
     if n == 0:
@@ -286,11 +291,13 @@ def decode_steps(
         steps.observation, "observation", spec.observation_dtype, (n, *obs_dims), limit
     )
     reward = decode_tensor(steps.reward, "reward", "float32", (n,))
-    if not np.isfinite(reward).all():
+    if not all_finite(reward):
         raise ProtocolError("reward is not finite")
     terminated = decode_tensor(steps.terminated, "terminated", "bool", (n,))
     truncated = decode_tensor(steps.truncated, "truncated", "bool", (n,))
-    num_done = int(np.count_nonzero(terminated | truncated))
+    # bool tensors travel one byte per env: all zero bytes is the usual "no episode ended"
+    nothing_done = steps.terminated.data.count(0) == n and steps.truncated.data.count(0) == n
+    num_done = 0 if nothing_done else int(np.count_nonzero(terminated | truncated))
     final = decode_tensor(
         steps.final_observation,
         "final_observation",
@@ -299,9 +306,34 @@ def decode_steps(
         limit,
     )
     if observation.dtype.kind == "f":
-        if not np.isfinite(observation).all() or (final.size and not np.isfinite(final).all()):
+        if not all_finite(observation) or (final.size and not all_finite(final)):
             raise ProtocolError("observation is not finite")
     return DecodedSteps(ids, observation, reward, terminated, truncated, final)
+
+
+def all_finite(array: np.ndarray) -> bool:
+    """Whether every element of the float `array` is finite, in one numpy call.
+
+    Its dot product with zeros is 0 when every element is finite and NaN otherwise (inf * 0 and
+    NaN * 0 are NaN, and a sum with a NaN is NaN): ~0.5 us for a small array, where
+    `np.isfinite(array).all()` makes two calls and a temporary (~1.3 us). `np.vdot` (any shape,
+    flattened) rather than `dot`, which turns the invalid inf * 0 into a RuntimeWarning: that
+    would be an exception, not a refusal, where warnings are errors.
+    """
+    return math.isfinite(np.vdot(array, _zeros(array.dtype, array.size)))
+
+
+def _zeros(dtype: np.dtype, size: int) -> np.ndarray:
+    """A read-only zero vector of `dtype` with at least `size` elements (grown as needed)."""
+    zeros = _ZEROS.get(dtype)
+    if zeros is None or zeros.size < size:
+        zeros = np.zeros(max(size, 1024), dtype)
+        zeros.flags.writeable = False
+        _ZEROS[dtype] = zeros
+    return zeros[:size]
+
+
+_ZEROS: dict[np.dtype, np.ndarray] = {}
 
 
 def _checked_ids(steps: pb.Steps, owned: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from accelrl.bridge import bridge_pb2 as pb
 from accelrl.bridge.codec import (
     EnvSpec,
     ProtocolError,
+    all_finite,
     decode_steps,
     decode_tensor,
     encode_steps,
@@ -113,6 +114,8 @@ def test_decode_steps_validates():
         "not yours": _steps([3, 6]),
         "repeat": _steps([3, 3]),
         "finite": _steps([3], reward=np.array([np.nan], np.float32)),
+        "reward is not finite": _steps([3, 4], reward=np.array([0, -np.inf], np.float32)),
+        "observation is not finite": _steps([3], obs=np.array([[0, 0, np.inf, 0]], np.float32)),
         "dtype": _steps([3], obs=np.zeros((1, 4), np.float64)),
         "shape": _steps([3], obs=np.zeros((1, 5), np.float32)),
         "final_observation": _steps(
@@ -131,6 +134,24 @@ def test_decode_steps_validates():
     np.testing.assert_array_equal(decode_steps(_steps([5, 3]), SPEC, owned, usual).env_ids, [5, 3])
     with pytest.raises(ProtocolError, match="repeat"):
         decode_steps(_steps([3, 4, 4]), SPEC, owned, usual)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_all_finite_finds_every_non_finite_element(dtype):
+    rng = np.random.default_rng(0)
+    for size in [*range(1, 40), 255, 1000, 5000]:  # vector loops' bodies and tails
+        x = rng.uniform(-1e3, 1e3, size).astype(dtype)
+        x[rng.integers(size)] = np.finfo(dtype).max  # large but finite
+        assert all_finite(x)
+        for bad in (np.nan, np.inf, -np.inf):
+            for i in {0, size // 2, size - 1}:
+                y = x.copy()
+                y[i] = bad
+                assert not all_finite(y), (size, bad, i)
+    assert all_finite(np.zeros((3, 0, 2), dtype))
+    grid = np.ones((2, 3, 4), dtype)
+    grid[1, 2, 3] = np.nan
+    assert not all_finite(grid) and all_finite(grid[:, :, :3])  # any shape, views included
 
 
 def test_handshake_spec_roundtrip():
