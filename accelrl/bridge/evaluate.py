@@ -26,6 +26,7 @@ from accelrl.checkpoint import Checkpointer, abstract
 from accelrl.config import ConfigError, TrainConfig
 from accelrl.evaluate import STEP_CAP, EvalResult, summarize_episodes
 from accelrl.render import VIDEO_SUFFIXES
+from physics.xla_cpu import NETWORK_COMPILE
 
 
 def run_bridge_episodes(
@@ -48,7 +49,7 @@ def run_bridge_episodes(
         spec.action_shape, action_dtype, (),
     )  # fmt: skip
     ids = np.arange(episodes)
-    step = jax.jit(learner.greedy_step)
+    step = jax.jit(learner.greedy_step, compiler_options=NETWORK_COMPILE)
     key = jax.random.PRNGKey(seed)
     carry = learner.agent.initial_carry(episodes)
     obs = [env.reset(seed=seed * 100_003 + i)[0] for i, env in enumerate(envs)]

@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from physics.xla_cpu import NETWORK_COMPILE
+
 PolicyStep = Callable[[Any, Any, dict, Any, jax.Array], tuple[Any, dict]]
 
 
@@ -126,7 +128,7 @@ class Inference:
 
         self.capacity = capacity
         self._step = step
-        self._infer = jax.jit(infer, donate_argnums=(1, 5))
+        self._infer = jax.jit(infer, donate_argnums=(1, 5), compiler_options=NETWORK_COMPILE)
         # One spare slot (index `capacity`) absorbs the padding rows of a batch.
         # (An LSTM's zero carry may hold one array twice: copy, as each leaf is donated.)
         self.carries = jax.tree.map(lambda x: jnp.array(x, copy=True), initial_carry(capacity + 1))

@@ -39,6 +39,7 @@ from accelrl.r2d2_learning import (
 )
 from accelrl.train import TrainingDiverged
 from agents.r2d2 import Sequences, epsilons
+from physics.xla_cpu import NETWORK_COMPILE
 
 SEQUENCE_FIELDS = Sequences._fields[:-1]  # all but start_carry
 
@@ -92,7 +93,7 @@ class R2D2BridgeLearner:
 
         # Only the optimiser state and the replay are donated: inference may still be acting
         # with the parameters, and the target starts as the same arrays as the parameters.
-        self._update = jax.jit(update, donate_argnums=3)
+        self._update = jax.jit(update, donate_argnums=3, compiler_options=NETWORK_COMPILE)
         abstract = jax.eval_shape(self.init_state, 0)
         mesh = Mesh(np.asarray(jax.devices()[:1]), ("envs",))
         check_replay_memory(replay.nbytes(abstract.replay), mesh)

@@ -28,6 +28,7 @@ from agents import (
     make_optimizer,
 )
 from agents.learner import VTraceLearner
+from physics.xla_cpu import NETWORK_COMPILE
 
 
 class BridgeTrainState(struct.PyTreeNode):
@@ -87,7 +88,9 @@ class VTraceBridgeLearner:
         self.learner = VTraceLearner(
             self.agent, optimizer, vtrace_config(config), a.num_epochs, a.num_minibatches
         )
-        self._update = jax.jit(self.learner.update, donate_argnums=1)
+        self._update = jax.jit(
+            self.learner.update, donate_argnums=1, compiler_options=NETWORK_COMPILE
+        )
 
     def policy_step(
         self, params: Any, carry: Any, inputs: dict, constants: Any, key: jax.Array

@@ -10,9 +10,19 @@ import sys
 import warnings
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
-from physics.xla_cpu import CPU_XLA_FLAGS, add_cpu_xla_flags, cpu_xla_flags, warn_level_zero
+from physics.xla_cpu import (
+    CPU_XLA_FLAGS,
+    NETWORK_COMPILE,
+    add_cpu_xla_flags,
+    cpu_xla_flags,
+    network_compile,
+    warn_level_zero,
+)
 
 
 def test_flags_are_added_once_and_keep_the_users_choice(monkeypatch):
@@ -31,6 +41,28 @@ def test_flags_are_added_once_and_keep_the_users_choice(monkeypatch):
     untouched: dict[str, str] = {}
     add_cpu_xla_flags(untouched)
     assert untouched == {}
+
+
+def test_networks_get_the_mlir_emitters_back_only_where_this_module_chose_the_older(monkeypatch):
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    older = "--xla_cpu_use_fusion_emitters=false"
+    ours: dict[str, str] = {}
+    added = add_cpu_xla_flags(ours)
+    assert added == CPU_XLA_FLAGS == tuple(ours["XLA_FLAGS"].split())
+    assert network_compile(added) == (
+        {"xla_cpu_use_fusion_emitters": True} if older in added else None
+    )
+    users = {"XLA_FLAGS": older}  # the user's choice holds for every program
+    assert network_compile(add_cpu_xla_flags(users)) is None
+    assert network_compile(cpu_xla_flags("0.11.2")) is None  # one emitter: nothing to choose
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+    assert network_compile(add_cpu_xla_flags({})) is None
+
+
+def test_the_installed_xla_compiles_a_network_with_its_options():
+    x = jnp.asarray(np.linspace(-3, 3, 64, dtype=np.float32).reshape(8, 8))
+    layer = jax.jit(lambda x: jnp.tanh(x @ x), compiler_options=NETWORK_COMPILE)
+    np.testing.assert_allclose(layer(x), np.tanh(np.asarray(x) @ np.asarray(x)), atol=1e-5)
 
 
 def test_flags_follow_the_jaxlib_version():
