@@ -164,7 +164,7 @@ class R2D2FusedTrainer:
 
     def compile_chunk(self, state: R2D2TrainState) -> Any:
         """AOT-compile `run_chunk` for `state`'s shapes (donating the state)."""
-        return compile_chunk(self.run_chunk, self.mesh, self.state_sharding, state)
+        return compile_chunk(self.run_chunk, self.mesh, self.state_sharding, state, self.env)
 
     def run_chunk(self, state: R2D2TrainState) -> tuple[R2D2TrainState, ChunkMetrics]:
         """`iterations_per_chunk` fused iterations; pure, for jit."""

@@ -21,7 +21,7 @@ jaxlib 0.11 removed the fusion-emitter switch (its MLIR emitters are the only on
 flag is added only for the jaxlib versions that have it.
 
 `LOAD_TIME_COMPILE` gives a program that runs once per model its quickest compile, and
-`NETWORK_COMPILE` a program that is a neural network alone (the bridge's) the MLIR emitters back.
+`NETWORK_COMPILE` a program that is a neural network with no physics the MLIR emitters back.
 
 Importing `physics` also warns when JAX_DISABLE_MOST_OPTIMIZATIONS is set: at XLA's backend
 level 0, with these flags and jaxlib 0.10.2, the constraint solver's Newton loop is miscompiled
@@ -134,5 +134,6 @@ def warn_level_zero(environ: os._Environ | dict = os.environ) -> None:
 
 
 NETWORK_COMPILE = network_compile(add_cpu_xla_flags())
-"""`network_compile` for this process: the bridge's acting, learner updates and evaluation."""
+"""`network_compile` for this process: the bridge's acting, learner updates and evaluation, and
+the training chunks of envs without physics (accelrl/fused.py)."""
 warn_level_zero()

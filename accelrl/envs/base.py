@@ -9,7 +9,7 @@ limit: learners bootstrap from the final observation).
 from __future__ import annotations
 
 import abc
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -52,6 +52,11 @@ def first_timestep(observation: jax.Array, info: dict[str, Any] | None = None) -
 
 class Environment(abc.ABC, Generic[State]):
     """A functional, single-instance environment (batch it with `Vectorize`)."""
+
+    steps_physics: ClassVar[bool] = False
+    """Whether `step` runs accelrl's `physics` engine. The training loop compiles an env's
+    programs with XLA:CPU's settings for physics (physics/xla_cpu.py) when it does, and with
+    `NETWORK_COMPILE` (a network's) when it does not."""
 
     @abc.abstractmethod
     def reset(self, key: jax.Array) -> tuple[State, TimeStep]:

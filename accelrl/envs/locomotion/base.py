@@ -72,6 +72,7 @@ class LocomotionEnv(Environment[LocomotionState], abc.ABC):
     every reward term (Brax's names) after each step and zeros after reset.
     """
 
+    steps_physics = True
     asset: str = ""  # a model file in assets/, or the path of your own MJCF file
     frame_skip: int = 1
     # Contacts solved per substep (physics.load_mjcf's max_contacts): the deepest this many.
