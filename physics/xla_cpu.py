@@ -6,9 +6,10 @@
   factorization and the constraint solve's loop scheduled side by side); with the default
   scheduler the same program runs.
 - The older fusion emitters (`xla_cpu_use_fusion_emitters=false`): on this code they compile
-  faster, run faster and map less memory than the MLIR ones that jax 0.10.2 uses by default.
-  Measured on 2 cores: Ant's 5-substep step compiles in 4.6 s (7.1 s) and runs 5.6k env
-  steps/s at batch 2048 (4.6k); the fused Ant training chunk at 64 envs compiles in 12.5 s
+  faster and map less memory than the MLIR ones that jax 0.10.2 uses by default, and when
+  chosen they also ran faster (no longer clearly: see the 2026-12-08 figures). Measured on 2
+  cores: Ant's 5-substep step compiles in 4.6 s (7.1 s) and runs 5.6k env steps/s at batch 2048
+  (4.6k); the fused Ant training chunk at 64 envs compiles in 12.5 s
   (17.4 s) and trains 3.5k steps/s (3.0k); a loaded executable holds about 1,200 memory
   mappings (1,600), about 1,100 (3,000) for its gradient. Measured again on 2026-12-08 (AMD
   EPYC host, the engine as it is now): the step compiles in 4.0 s (6.7 s) at batch 2048 and
